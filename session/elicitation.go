@@ -1,0 +1,375 @@
+package session
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"elicitd/validator"
+)
+
+// Env is what an elicitation needs from whoever starts it. The zero Env runs on the real
+// clock with no hooks.
+type Env struct {
+	// Clock drives the deadline. Tests pass clock.NewMock().
+	Clock clock.Clock
+	// OnEnd, if set, is called once on the actor's goroutine after the outcome is fixed and
+	// before Done is closed, so whoever waits on Done sees its effects. It must not call the
+	// elicitation's methods.
+	OnEnd func(Outcome)
+	// Group, if set, counts the actor goroutine: Add(1) in Start, Done as its last act.
+	Group *sync.WaitGroup
+}
+
+// Elicitation is one question put to a person, run by its own goroutine (the actor).
+//
+// The actor alone changes the elicitation. Answer, Cancel and Extend send it a message and
+// wait for its reply; Snapshot reads what it last published; Done and Outcome report the end.
+// All methods are safe for concurrent use.
+//
+// # Rules
+//
+//   - Every prompt counts as an attempt, the first included. An invalid answer earns the next
+//     prompt, whose message starts with the field errors, while attempts remain; with none
+//     left the elicitation is Cancelled with reason MaxAttempts and the last errors. A valid
+//     answer goes to the Continuation, which completes the elicitation or asks a follow-up
+//     (another attempt; with none left, Cancelled with MaxAttempts and the data so far).
+//   - The outcome is fixed exactly once. After that every Answer, Cancel and Extend returns
+//     ErrFinished and changes nothing.
+//   - The deadline and an event that arrive together: the actor reads the injected clock as it
+//     takes each event. An event taken at or after the deadline finds the elicitation
+//     TimedOut, and gets ErrFinished; an answer counts only if the actor takes it strictly
+//     before the deadline. Because Answer returns only after the actor has taken the answer,
+//     an Answer call that returned nil was counted before the deadline.
+type Elicitation struct {
+	id          string
+	title       string
+	tool        string
+	created     time.Time
+	latest      time.Time // the latest deadline Extend may set
+	maxAttempts int
+	prompter    Prompter
+	cont        Continuation
+	clk         clock.Clock
+	onEnd       func(Outcome)
+	group       *sync.WaitGroup
+
+	inbox chan event
+	done  chan struct{}
+
+	// Published by the actor for Snapshot; read by anyone.
+	status     atomic.Uint64 // state | reason<<8 | attempt<<16
+	deadlineNs atomic.Int64
+
+	// Owned by the actor goroutine. outcome may be read by others once done is closed.
+	timer    *clock.Timer
+	deadline time.Time
+	step     Step
+	attempt  int
+	outcome  Outcome
+}
+
+type eventKind uint8
+
+const (
+	evAnswer eventKind = iota
+	evCancel
+	evExtend
+)
+
+type event struct {
+	kind   eventKind
+	reason Reason
+	extend time.Duration
+	answer Answer
+	reply  chan reply
+}
+
+type reply struct {
+	deadline time.Time
+	err      error
+}
+
+// replies recycles the one-slot channels that carry the actor's replies. A channel goes back
+// to the pool only after its single reply has been received, so it is always empty.
+var replies = sync.Pool{New: func() any { return make(chan reply, 1) }}
+
+// Start checks spec, starts the actor for it and returns at once. The first prompt is emitted
+// from the actor's goroutine; the deadline timer starts now, on env.Clock.
+func Start(id string, spec Spec, env Env) (*Elicitation, error) {
+	spec, err := spec.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	clk := env.Clock
+	if clk == nil {
+		clk = clock.New()
+	}
+	now := clk.Now()
+	e := &Elicitation{
+		id:          id,
+		title:       spec.Title,
+		tool:        spec.Tool,
+		created:     now,
+		latest:      now.Add(spec.MaxLifetime),
+		maxAttempts: spec.MaxAttempts,
+		prompter:    spec.Prompter,
+		cont:        spec.Continue,
+		clk:         clk,
+		onEnd:       env.OnEnd,
+		group:       env.Group,
+		inbox:       make(chan event),
+		done:        make(chan struct{}),
+		deadline:    now.Add(spec.Timeout),
+		step:        Step{Message: spec.Message, Form: spec.Form},
+	}
+	e.deadlineNs.Store(e.deadline.UnixNano())
+	e.timer = clk.Timer(spec.Timeout)
+	if e.group != nil {
+		e.group.Add(1)
+	}
+	go e.run()
+	return e, nil
+}
+
+// ID returns the id the elicitation was started with.
+func (e *Elicitation) ID() string { return e.id }
+
+// Done returns a channel that is closed once the outcome is fixed.
+func (e *Elicitation) Done() <-chan struct{} { return e.done }
+
+// Outcome returns the outcome and true once Done is closed; before that, false.
+func (e *Elicitation) Outcome() (Outcome, bool) {
+	select {
+	case <-e.done:
+		return e.outcome, true
+	default:
+		return Outcome{}, false
+	}
+}
+
+// Wait blocks until the outcome is fixed or ctx ends, whichever is first.
+func (e *Elicitation) Wait(ctx context.Context) (Outcome, error) {
+	select {
+	case <-e.done:
+		return e.outcome, nil
+	case <-ctx.Done():
+		return Outcome{}, context.Cause(ctx)
+	}
+}
+
+// Snapshot returns what the actor last published. It never blocks.
+func (e *Elicitation) Snapshot() Snapshot {
+	st := e.status.Load()
+	return Snapshot{
+		ID:          e.id,
+		Title:       e.title,
+		Tool:        e.tool,
+		State:       State(st & 0xff),
+		Reason:      Reason(st >> 8 & 0xff),
+		Attempt:     int(st >> 16),
+		MaxAttempts: e.maxAttempts,
+		Created:     e.created,
+		Deadline:    time.Unix(0, e.deadlineNs.Load()),
+	}
+}
+
+// Answer hands the actor the response to prompt a.Round and waits until it has been taken.
+// It returns nil when the answer was counted (it may have earned a re-prompt or a follow-up),
+// ErrStaleRound when a.Round is not the current prompt, ErrInvalidEvent for an unknown
+// action, and ErrFinished once the elicitation has ended.
+func (e *Elicitation) Answer(a Answer) error {
+	_, err := e.send(event{kind: evAnswer, answer: a})
+	return err
+}
+
+// Cancel ends the elicitation as Cancelled with reason r (which must not be None) and
+// returns once the outcome is fixed, or ErrFinished if it had already ended.
+func (e *Elicitation) Cancel(r Reason) error {
+	if r == None || int(r) >= NumReasons {
+		return fmt.Errorf("%w: cancel needs a reason, got %d", ErrInvalidEvent, r)
+	}
+	_, err := e.send(event{kind: evCancel, reason: r})
+	return err
+}
+
+// Extend moves the deadline d later, but never past start plus the spec's MaxLifetime, and
+// returns the new deadline. d must be positive.
+func (e *Elicitation) Extend(d time.Duration) (time.Time, error) {
+	if d <= 0 {
+		return time.Time{}, fmt.Errorf("%w: an extension must be positive, got %s", ErrInvalidEvent, d)
+	}
+	r, err := e.send(event{kind: evExtend, extend: d})
+	return r.deadline, err
+}
+
+// send delivers ev to the actor and waits for its reply.
+func (e *Elicitation) send(ev event) (reply, error) {
+	ch := replies.Get().(chan reply)
+	ev.reply = ch
+	select {
+	case e.inbox <- ev:
+	case <-e.done:
+		replies.Put(ch)
+		return reply{}, ErrFinished
+	}
+	r := <-ch
+	replies.Put(ch)
+	return r, r.err
+}
+
+// run is the actor: it alone touches the elicitation's owned fields.
+func (e *Elicitation) run() {
+	if e.group != nil {
+		defer e.group.Done()
+	}
+	e.emit(nil)
+	for {
+		select {
+		case ev := <-e.inbox:
+			if e.handle(ev) {
+				return
+			}
+		case <-e.timer.C:
+			e.end(TimedOut, None, e.clk.Now())
+			return
+		}
+	}
+}
+
+// handle applies one event, replies to it, and reports whether the elicitation has ended.
+func (e *Elicitation) handle(ev event) (ended bool) {
+	now := e.clk.Now()
+	if !now.Before(e.deadline) {
+		e.end(TimedOut, None, now)
+		ev.reply <- reply{err: ErrFinished}
+		return true
+	}
+	var r reply
+	switch ev.kind {
+	case evAnswer:
+		r.err = e.answer(ev.answer, now)
+	case evCancel:
+		e.end(Cancelled, ev.reason, now)
+	case evExtend:
+		r.deadline = e.extend(ev.extend, now)
+	}
+	ended = e.outcome.State.Terminal()
+	ev.reply <- r
+	return ended
+}
+
+func (e *Elicitation) answer(a Answer, now time.Time) error {
+	if a.Round != e.attempt {
+		return fmt.Errorf("%w: the answer is for prompt %d, the current prompt is %d", ErrStaleRound, a.Round, e.attempt)
+	}
+	switch a.Action {
+	case Decline:
+		e.end(Cancelled, Declined, now)
+	case Cancel:
+		e.end(Cancelled, UserCancelled, now)
+	case Failed:
+		e.outcome.Err = a.Err
+		e.end(Cancelled, TransportError, now)
+	case Accept:
+		e.accept(a, now)
+	default:
+		return fmt.Errorf("%w: unknown answer action %d", ErrInvalidEvent, a.Action)
+	}
+	return nil
+}
+
+func (e *Elicitation) accept(a Answer, now time.Time) {
+	errs := a.Rejections
+	var data map[string]any
+	if len(errs) == 0 {
+		data, errs = e.step.Form.Validate(a.Content)
+	}
+	e.outcome.Errors = errs
+	if len(errs) > 0 {
+		if e.attempt >= e.maxAttempts {
+			e.end(Cancelled, MaxAttempts, now)
+			return
+		}
+		e.emit(errs)
+		return
+	}
+	next := Next{Data: data}
+	if e.cont != nil {
+		next = e.cont(data)
+		if next.Data == nil {
+			next.Data = data
+		}
+	}
+	e.outcome.Data = next.Data
+	switch {
+	case next.FollowUp == nil:
+		e.end(Completed, None, now)
+	case e.attempt >= e.maxAttempts:
+		e.end(Cancelled, MaxAttempts, now)
+	default:
+		e.step = *next.FollowUp
+		e.emit(nil)
+	}
+}
+
+// extend moves the deadline and re-arms the timer; now is before the deadline.
+func (e *Elicitation) extend(d time.Duration, now time.Time) time.Time {
+	next := e.deadline.Add(d)
+	if next.After(e.latest) {
+		next = e.latest
+	}
+	if next.Equal(e.deadline) {
+		return next
+	}
+	// The clock has not reached the deadline (handle checked), so the timer has not fired
+	// and no stale fire can wait in its channel: stopping it is enough before re-arming.
+	e.timer.Stop()
+	e.deadline = next
+	e.deadlineNs.Store(next.UnixNano())
+	e.timer.Reset(next.Sub(now))
+	return next
+}
+
+// emit starts the next attempt: it publishes the new attempt and hands its prompt over.
+func (e *Elicitation) emit(errs []validator.FieldError) {
+	e.attempt++
+	msg := e.step.Message
+	if len(errs) > 0 {
+		msg = validator.JoinMessages(errs) + "\n\n" + msg
+	}
+	e.publish(Active, None)
+	e.prompter.Prompt(Prompt{
+		Elicitation: e,
+		Round:       e.attempt,
+		MaxAttempts: e.maxAttempts,
+		Message:     msg,
+		Form:        e.step.Form,
+		Errors:      errs,
+	})
+}
+
+// end fixes the outcome, runs the OnEnd hook and closes done: the one place an elicitation
+// reaches a terminal state.
+func (e *Elicitation) end(s State, r Reason, now time.Time) {
+	e.timer.Stop()
+	e.outcome.ID = e.id
+	e.outcome.State = s
+	e.outcome.Reason = r
+	e.outcome.Attempts = e.attempt
+	e.outcome.Created = e.created
+	e.outcome.Ended = now
+	e.publish(s, r)
+	if e.onEnd != nil {
+		e.onEnd(e.outcome)
+	}
+	close(e.done)
+}
+
+func (e *Elicitation) publish(s State, r Reason) {
+	e.status.Store(uint64(s) | uint64(r)<<8 | uint64(e.attempt)<<16)
+}

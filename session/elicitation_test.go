@@ -1,0 +1,502 @@
+package session_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"elicitd/session"
+	"elicitd/validator"
+)
+
+type fixture struct {
+	clk     *clock.Mock
+	form    *nameForm
+	prompts prompts
+	ends    atomic.Int64
+}
+
+func newFixture() *fixture {
+	return &fixture{clk: clock.NewMock(), form: &nameForm{}, prompts: newPrompts()}
+}
+
+func (f *fixture) spec() session.Spec {
+	return session.Spec{Title: "Your name", Tool: "ask_user", Message: "What is your name?", Form: f.form, Prompter: f.prompts}
+}
+
+func (f *fixture) start(t *testing.T, spec session.Spec) *session.Elicitation {
+	t.Helper()
+	e, err := session.Start("e1", spec, session.Env{Clock: f.clk, OnEnd: func(session.Outcome) { f.ends.Add(1) }})
+	require.NoError(t, err)
+	return e
+}
+
+func TestStateAndReasonNames(t *testing.T) {
+	assert.Equal(t, "pending", session.Pending.String())
+	assert.Equal(t, "active", session.Active.String())
+	assert.Equal(t, "completed", session.Completed.String())
+	assert.Equal(t, "cancelled", session.Cancelled.String())
+	assert.Equal(t, "timeout", session.TimedOut.String())
+	assert.Equal(t, "unknown", session.State(99).String())
+	for s := range session.NumStates {
+		st := session.State(s)
+		assert.Equal(t, st == session.Completed || st == session.Cancelled || st == session.TimedOut, st.Terminal(), st.String())
+	}
+	seen := map[string]bool{}
+	for r := 1; r < session.NumReasons; r++ {
+		name := session.Reason(r).String()
+		assert.NotEmpty(t, name)
+		assert.False(t, seen[name], "reason name %q used twice", name)
+		seen[name] = true
+	}
+	assert.Equal(t, "client_gone", session.ClientGone.String())
+	assert.Equal(t, "", session.None.String())
+	assert.Equal(t, "cancel", session.Cancel.String())
+}
+
+func TestStartRejectsBadSpec(t *testing.T) {
+	f := newFixture()
+	cases := []struct {
+		field string
+		edit  func(*session.Spec)
+	}{
+		{"Form", func(s *session.Spec) { s.Form = nil }},
+		{"Prompter", func(s *session.Spec) { s.Prompter = nil }},
+		{"Message", func(s *session.Spec) { s.Message = "" }},
+		{"MaxAttempts", func(s *session.Spec) { s.MaxAttempts = -1 }},
+		{"Timeout", func(s *session.Spec) { s.Timeout = -time.Second }},
+		{"MaxLifetime", func(s *session.Spec) { s.MaxLifetime = -time.Second }},
+		{"Timeout", func(s *session.Spec) { s.Timeout = time.Hour; s.MaxLifetime = time.Minute }},
+	}
+	for _, c := range cases {
+		spec := f.spec()
+		c.edit(&spec)
+		e, err := session.Start("x", spec, session.Env{Clock: f.clk})
+		assert.Nil(t, e)
+		var se *session.SpecError
+		require.ErrorAs(t, err, &se, c.field)
+		assert.Equal(t, c.field, se.Field)
+		assert.Contains(t, err.Error(), c.field)
+	}
+}
+
+func TestValidAnswerCompletes(t *testing.T) {
+	f := newFixture()
+	e := f.start(t, f.spec())
+	p := f.prompts.next(t)
+	assert.Equal(t, 1, p.Round)
+	assert.Equal(t, 3, p.MaxAttempts)
+	assert.Equal(t, "What is your name?", p.Message)
+	assert.Same(t, e, p.Elicitation)
+	snap := e.Snapshot()
+	assert.Equal(t, session.Active, snap.State)
+	assert.Equal(t, 1, snap.Attempt)
+	assert.Equal(t, "Your name", snap.Title)
+	assert.Equal(t, "ask_user", snap.Tool)
+	assert.True(t, snap.Deadline.Equal(f.clk.Now().Add(session.DefaultTimeout)))
+
+	f.clk.Add(time.Minute)
+	require.NoError(t, e.Answer(accept(1, "  Ada ")))
+	o := waitDone(t, e)
+	assert.Equal(t, session.Completed, o.State)
+	assert.Equal(t, session.None, o.Reason)
+	assert.Equal(t, map[string]any{"name": "Ada"}, o.Data)
+	assert.Equal(t, 1, o.Attempts)
+	assert.Equal(t, "e1", o.ID)
+	assert.True(t, o.Ended.Sub(o.Created) == time.Minute)
+	assert.Equal(t, session.Completed, e.Snapshot().State)
+	assert.EqualValues(t, 1, f.ends.Load())
+	assert.True(t, f.prompts.none())
+}
+
+func TestEveryEventAfterTheEndIsRefused(t *testing.T) {
+	f := newFixture()
+	e := f.start(t, f.spec())
+	f.prompts.next(t)
+	require.NoError(t, e.Cancel(session.Operator))
+	before, _ := e.Outcome()
+
+	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrFinished)
+	assert.ErrorIs(t, e.Cancel(session.Shutdown), session.ErrFinished)
+	_, err := e.Extend(time.Minute)
+	assert.ErrorIs(t, err, session.ErrFinished)
+	f.clk.Add(session.DefaultTimeout)
+
+	after, _ := e.Outcome()
+	assert.Equal(t, before, after)
+	assert.Equal(t, session.Cancelled, after.State)
+	assert.Equal(t, session.Operator, after.Reason)
+	assert.EqualValues(t, 1, f.ends.Load())
+}
+
+func TestInvalidAnswerRepromptsWithErrorsFirst(t *testing.T) {
+	f := newFixture()
+	e := f.start(t, f.spec())
+	f.prompts.next(t)
+	require.NoError(t, e.Answer(accept(1, "   ")))
+	p := f.prompts.next(t)
+	assert.Equal(t, 2, p.Round)
+	assert.True(t, strings.HasPrefix(p.Message, "Name: is required\n"), p.Message)
+	assert.True(t, strings.HasSuffix(p.Message, "What is your name?"), p.Message)
+	require.Len(t, p.Errors, 1)
+	assert.Equal(t, "name", p.Errors[0].Field)
+	assert.Equal(t, 2, e.Snapshot().Attempt)
+
+	require.NoError(t, e.Answer(accept(2, "Grace")))
+	o := waitDone(t, e)
+	assert.Equal(t, session.Completed, o.State)
+	assert.Equal(t, 2, o.Attempts)
+	assert.Empty(t, o.Errors)
+	assert.Equal(t, "Grace", o.Data["name"])
+}
+
+func TestMaxAttemptsCancelsWithLastErrors(t *testing.T) {
+	f := newFixture()
+	e := f.start(t, f.spec())
+	for round := 1; round <= 3; round++ {
+		p := f.prompts.next(t)
+		require.Equal(t, round, p.Round)
+		require.NoError(t, e.Answer(accept(round, "")))
+	}
+	o := waitDone(t, e)
+	assert.Equal(t, session.Cancelled, o.State)
+	assert.Equal(t, session.MaxAttempts, o.Reason)
+	assert.Equal(t, 3, o.Attempts)
+	require.Len(t, o.Errors, 1)
+	assert.Equal(t, "required", o.Errors[0].Constraint)
+	assert.True(t, f.prompts.none(), "no fourth prompt")
+}
+
+func TestMaxAttemptsOfOne(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	spec.MaxAttempts = 1
+	e := f.start(t, spec)
+	f.prompts.next(t)
+	require.NoError(t, e.Answer(accept(1, "")))
+	o := waitDone(t, e)
+	assert.Equal(t, session.MaxAttempts, o.Reason)
+	assert.Equal(t, 1, o.Attempts)
+}
+
+func TestPersonEndsIt(t *testing.T) {
+	boom := errors.New("stdio closed")
+	cases := []struct {
+		answer session.Answer
+		reason session.Reason
+		err    error
+	}{
+		{session.Answer{Round: 1, Action: session.Decline}, session.Declined, nil},
+		{session.Answer{Round: 1, Action: session.Cancel}, session.UserCancelled, nil},
+		{session.Answer{Round: 1, Action: session.Failed, Err: boom}, session.TransportError, boom},
+	}
+	for _, c := range cases {
+		t.Run(c.reason.String(), func(t *testing.T) {
+			f := newFixture()
+			e := f.start(t, f.spec())
+			f.prompts.next(t)
+			require.NoError(t, e.Answer(c.answer))
+			o := waitDone(t, e)
+			assert.Equal(t, session.Cancelled, o.State)
+			assert.Equal(t, c.reason, o.Reason)
+			assert.Equal(t, c.err, o.Err)
+			assert.Nil(t, o.Data)
+			assert.EqualValues(t, 0, f.form.calls.Load(), "a decline or cancel is not validated")
+		})
+	}
+}
+
+func TestRejectionsSkipTheFormCheck(t *testing.T) {
+	f := newFixture()
+	e := f.start(t, f.spec())
+	f.prompts.next(t)
+	rej := []validator.FieldError{{Field: "name", Constraint: "schema", Message: "content does not match requested schema: name"}}
+	require.NoError(t, e.Answer(session.Answer{Round: 1, Action: session.Accept, Content: map[string]any{"name": "Ada"}, Rejections: rej}))
+	p := f.prompts.next(t)
+	assert.Equal(t, 2, p.Round)
+	assert.True(t, strings.HasPrefix(p.Message, rej[0].Message))
+	assert.EqualValues(t, 0, f.form.calls.Load())
+	require.NoError(t, e.Cancel(session.Operator))
+}
+
+func TestStaleAndInvalidEventsChangeNothing(t *testing.T) {
+	f := newFixture()
+	e := f.start(t, f.spec())
+	f.prompts.next(t)
+	assert.ErrorIs(t, e.Answer(accept(2, "Ada")), session.ErrStaleRound)
+	assert.ErrorIs(t, e.Answer(accept(0, "Ada")), session.ErrStaleRound)
+	assert.ErrorIs(t, e.Answer(session.Answer{Round: 1}), session.ErrInvalidEvent)
+	assert.ErrorIs(t, e.Answer(session.Answer{Round: 1, Action: 77}), session.ErrInvalidEvent)
+	assert.ErrorIs(t, e.Cancel(session.None), session.ErrInvalidEvent)
+	assert.ErrorIs(t, e.Cancel(session.Reason(200)), session.ErrInvalidEvent)
+	_, err := e.Extend(0)
+	assert.ErrorIs(t, err, session.ErrInvalidEvent)
+	_, err = e.Extend(-time.Second)
+	assert.ErrorIs(t, err, session.ErrInvalidEvent)
+
+	snap := e.Snapshot()
+	assert.Equal(t, session.Active, snap.State)
+	assert.Equal(t, 1, snap.Attempt)
+
+	require.NoError(t, e.Answer(accept(1, "")))
+	f.prompts.next(t)
+	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrStaleRound, "an answer to an earlier round")
+	require.NoError(t, e.Answer(accept(2, "Ada")))
+	assert.Equal(t, session.Completed, waitDone(t, e).State)
+}
+
+func TestDeadlineTimesOut(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	spec.Timeout = time.Minute
+	e := f.start(t, spec)
+	f.prompts.next(t)
+	start := f.clk.Now()
+
+	f.clk.Add(time.Minute - time.Nanosecond)
+	// A round trip through the actor proves it is still live just before the deadline.
+	_, err := e.Extend(time.Nanosecond)
+	require.NoError(t, err)
+	f.clk.Add(2 * time.Nanosecond)
+	o := waitDone(t, e)
+	assert.Equal(t, session.TimedOut, o.State)
+	assert.Equal(t, session.None, o.Reason)
+	assert.True(t, o.Ended.Equal(start.Add(time.Minute+time.Nanosecond)), "ended %v", o.Ended)
+	assert.Equal(t, 1, o.Attempts)
+	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrFinished)
+	assert.EqualValues(t, 1, f.ends.Load())
+}
+
+// The rule for an answer and the deadline arriving together: the answer counts only if the
+// actor takes it strictly before the deadline on the injected clock.
+func TestAnswerAtTheDeadlineLoses(t *testing.T) {
+	f := newFixture()
+	timers := clock.NewMock() // never moved: the timer cannot fire, only the rule decides
+	spec := f.spec()
+	spec.Timeout = time.Minute
+	e, err := session.Start("e1", spec, session.Env{Clock: frozenTimers{f.clk, timers}})
+	require.NoError(t, err)
+	f.prompts.next(t)
+	f.clk.Add(time.Minute - time.Nanosecond)
+	_, err = e.Extend(time.Nanosecond) // a round trip: live one nanosecond before
+	require.NoError(t, err)
+	f.clk.Add(2 * time.Nanosecond) // exactly at the extended deadline
+	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrFinished)
+	o := waitDone(t, e)
+	assert.Equal(t, session.TimedOut, o.State)
+	assert.True(t, o.Ended.Equal(o.Created.Add(time.Minute+time.Nanosecond)))
+	assert.Nil(t, o.Data)
+}
+
+// The same rule when the timer has fired too: whichever the actor takes first, the answer
+// does not count.
+func TestAnswerAtTheDeadlineLosesToAFiredTimer(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	spec.Timeout = time.Minute
+	e := f.start(t, spec)
+	f.prompts.next(t)
+	f.clk.Add(time.Minute) // the timer fires now; the actor may or may not have taken it yet
+	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrFinished)
+	o := waitDone(t, e)
+	assert.Equal(t, session.TimedOut, o.State)
+	assert.Nil(t, o.Data)
+}
+
+func TestAnswerJustBeforeTheDeadlineWins(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	spec.Timeout = time.Minute
+	e := f.start(t, spec)
+	f.prompts.next(t)
+	f.clk.Add(time.Minute - time.Nanosecond)
+	require.NoError(t, e.Answer(accept(1, "Ada")))
+	f.clk.Add(time.Hour)
+	o := waitDone(t, e)
+	assert.Equal(t, session.Completed, o.State)
+}
+
+// A deadline that has passed on the clock ends the elicitation at the next event, even if
+// the timer's fire has not been taken yet: every kind of event sees it.
+func TestAnyEventAfterTheDeadlineTimesOut(t *testing.T) {
+	events := map[string]func(*session.Elicitation) error{
+		"cancel": func(e *session.Elicitation) error { return e.Cancel(session.Operator) },
+		"extend": func(e *session.Elicitation) error { _, err := e.Extend(time.Hour); return err },
+		"answer": func(e *session.Elicitation) error { return e.Answer(accept(1, "Ada")) },
+	}
+	for name, ev := range events {
+		t.Run(name, func(t *testing.T) {
+			f := newFixture()
+			spec := f.spec()
+			spec.Timeout = time.Minute
+			e := f.start(t, spec)
+			f.prompts.next(t)
+			f.clk.Add(2 * time.Minute)
+			assert.ErrorIs(t, ev(e), session.ErrFinished)
+			assert.Equal(t, session.TimedOut, waitDone(t, e).State)
+		})
+	}
+}
+
+func TestExtendMovesTheDeadlineWithinTheLifetime(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	spec.Timeout = time.Minute
+	spec.MaxLifetime = 10 * time.Minute
+	e := f.start(t, spec)
+	f.prompts.next(t)
+	start := f.clk.Now()
+
+	d, err := e.Extend(4 * time.Minute)
+	require.NoError(t, err)
+	assert.True(t, d.Equal(start.Add(5*time.Minute)))
+	assert.True(t, e.Snapshot().Deadline.Equal(d))
+
+	f.clk.Add(time.Minute) // the original deadline passes: nothing happens
+	_, err = e.Extend(time.Hour)
+	require.NoError(t, err, "still live after the original deadline")
+	assert.True(t, e.Snapshot().Deadline.Equal(start.Add(10*time.Minute)), "capped at the lifetime")
+
+	d, err = e.Extend(time.Minute)
+	require.NoError(t, err)
+	assert.True(t, d.Equal(start.Add(10*time.Minute)), "no further than the lifetime")
+
+	f.clk.Add(9*time.Minute - time.Nanosecond)
+	require.Equal(t, session.Active, e.Snapshot().State)
+	f.clk.Add(time.Nanosecond)
+	o := waitDone(t, e)
+	assert.Equal(t, session.TimedOut, o.State)
+	assert.True(t, o.Ended.Equal(start.Add(10*time.Minute)))
+}
+
+// Each extension re-arms the one timer: the old deadline passing must not end it.
+func TestExtendRearmsTheTimer(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	spec.Timeout = time.Minute
+	e := f.start(t, spec)
+	f.prompts.next(t)
+	for range 50 {
+		_, err := e.Extend(time.Minute)
+		require.NoError(t, err)
+		f.clk.Add(time.Minute) // reaches the deadline before the extension
+		_, err = e.Extend(time.Nanosecond)
+		require.NoError(t, err, "still live at the deadline it had before extending")
+	}
+	require.NoError(t, e.Cancel(session.Operator))
+}
+
+func TestFollowUpCountsAsAnAttempt(t *testing.T) {
+	f := newFixture()
+	second := &nameForm{}
+	spec := f.spec()
+	var calls int
+	spec.Continue = func(data map[string]any) session.Next {
+		calls++
+		if calls == 1 {
+			return session.Next{Data: map[string]any{"first": data["name"]}, FollowUp: &session.Step{Message: "And your friend?", Form: second}}
+		}
+		return session.Next{Data: map[string]any{"first": "Ada", "second": data["name"]}}
+	}
+	e := f.start(t, spec)
+	f.prompts.next(t)
+	require.NoError(t, e.Answer(accept(1, "Ada")))
+	p := f.prompts.next(t)
+	assert.Equal(t, 2, p.Round)
+	assert.Equal(t, "And your friend?", p.Message)
+	assert.Same(t, second, p.Form)
+
+	require.NoError(t, e.Answer(accept(2, " ")))
+	p = f.prompts.next(t)
+	assert.Equal(t, 3, p.Round)
+	assert.True(t, strings.HasPrefix(p.Message, "Name: is required"))
+	assert.True(t, strings.HasSuffix(p.Message, "And your friend?"), "a re-prompt repeats the follow-up, not the first step")
+
+	require.NoError(t, e.Answer(accept(3, "Bob")))
+	o := waitDone(t, e)
+	assert.Equal(t, session.Completed, o.State)
+	assert.Equal(t, map[string]any{"first": "Ada", "second": "Bob"}, o.Data)
+	assert.Equal(t, 3, o.Attempts)
+	assert.EqualValues(t, 2, second.calls.Load())
+}
+
+func TestFollowUpWithNoAttemptLeftKeepsTheData(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	spec.MaxAttempts = 1
+	spec.Continue = func(data map[string]any) session.Next {
+		return session.Next{FollowUp: &session.Step{Message: "more", Form: f.form}}
+	}
+	e := f.start(t, spec)
+	f.prompts.next(t)
+	require.NoError(t, e.Answer(accept(1, "Ada")))
+	o := waitDone(t, e)
+	assert.Equal(t, session.Cancelled, o.State)
+	assert.Equal(t, session.MaxAttempts, o.Reason)
+	assert.Equal(t, map[string]any{"name": "Ada"}, o.Data, "the answer already given is not lost")
+	assert.Empty(t, o.Errors)
+}
+
+func TestOnEndRunsBeforeDoneCloses(t *testing.T) {
+	f := newFixture()
+	var e *session.Elicitation
+	var sawOpen atomic.Bool
+	started := make(chan struct{})
+	e, err := session.Start("e2", f.spec(), session.Env{Clock: f.clk, OnEnd: func(o session.Outcome) {
+		<-started
+		select {
+		case <-e.Done():
+		default:
+			sawOpen.Store(o.State == session.Cancelled && o.ID == "e2")
+		}
+	}})
+	require.NoError(t, err)
+	close(started)
+	f.prompts.next(t)
+	require.NoError(t, e.Cancel(session.ClientGone))
+	assert.True(t, sawOpen.Load())
+}
+
+func TestWaitHonoursTheContext(t *testing.T) {
+	f := newFixture()
+	e := f.start(t, f.spec())
+	f.prompts.next(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	_, err := e.Wait(ctx)
+	assert.ErrorIs(t, err, context.Canceled)
+	_, ok := e.Outcome()
+	assert.False(t, ok)
+
+	require.NoError(t, e.Answer(accept(1, "Ada")))
+	o, err := e.Wait(context.Background())
+	require.NoError(t, err)
+	assert.Equal(t, session.Completed, o.State)
+}
+
+func TestSnapshotOfAFreshElicitationIsConsistent(t *testing.T) {
+	f := newFixture()
+	block := make(chan struct{})
+	spec := f.spec()
+	spec.Prompter = session.PrompterFunc(func(p session.Prompt) { <-block; f.prompts <- p })
+	e := f.start(t, spec)
+	s := e.Snapshot()
+	// The actor may not have run yet (pending, attempt 0) or be emitting (active, attempt 1).
+	if s.State == session.Pending {
+		assert.Equal(t, 0, s.Attempt)
+	} else {
+		assert.Equal(t, session.Active, s.State)
+		assert.Equal(t, 1, s.Attempt)
+	}
+	close(block)
+	f.prompts.next(t)
+	assert.Equal(t, session.Active, e.Snapshot().State)
+	require.NoError(t, e.Cancel(session.Shutdown))
+}

@@ -1,0 +1,10 @@
+package session_test
+
+import (
+	"testing"
+
+	"go.uber.org/goleak"
+)
+
+// Every test in the package must leave no goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

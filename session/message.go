@@ -1,0 +1,106 @@
+package session
+
+import (
+	"errors"
+	"time"
+
+	"elicitd/validator"
+)
+
+// Prompt is one request for the person to fill in a form, emitted by an elicitation to its
+// Prompter. Round is the number the answer must carry; it is also the attempt number.
+type Prompt struct {
+	Elicitation *Elicitation
+	Round       int // 1 for the first prompt, counting every prompt emitted
+	MaxAttempts int
+	Message     string // for a re-prompt, the field errors come first
+	Form        Form
+	Errors      []validator.FieldError // the previous answer's problems, for a re-prompt
+}
+
+// Prompter delivers prompts to a person: push (one request per prompt) or pull (the prompt is
+// handed to the tool call that returns it). Prompt is called on the elicitation's goroutine,
+// once per prompt, in order. It must return promptly and must not call the elicitation's
+// methods itself (they wait on that same goroutine); it hands the prompt to another
+// goroutine, which later calls Answer with the prompt's Round.
+type Prompter interface {
+	Prompt(p Prompt)
+}
+
+// PrompterFunc adapts a function to the Prompter interface.
+type PrompterFunc func(Prompt)
+
+// Prompt calls f(p).
+func (f PrompterFunc) Prompt(p Prompt) { f(p) }
+
+// Action is what the person (or the transport) did with a prompt.
+type Action uint8
+
+const (
+	_       Action = iota
+	Accept         // submitted the form: Content holds the values
+	Decline        // explicitly declined to answer
+	Cancel         // dismissed the prompt without choosing (MCP "cancel")
+	Failed         // the prompt or its answer was lost in transport: Err says how
+)
+
+var actionNames = [...]string{"invalid", "accept", "decline", "cancel", "failed"}
+
+// String returns the MCP name of the action: accept, decline, cancel; or failed.
+func (a Action) String() string {
+	if int(a) < len(actionNames) {
+		return actionNames[a]
+	}
+	return "invalid"
+}
+
+// Answer is the response to the prompt numbered Round.
+type Answer struct {
+	Round   int
+	Action  Action
+	Content map[string]any // for Accept
+	// Rejections, when not empty, marks an accepted answer as invalid without running the
+	// form's check: the transport already found these problems (for example the MCP SDK's
+	// own schema check). It earns a re-prompt like any invalid answer.
+	Rejections []validator.FieldError
+	Err        error // for Failed
+}
+
+// Outcome is how an elicitation ended. It is fixed once, before Done is closed.
+type Outcome struct {
+	ID       string
+	State    State  // Completed, Cancelled or TimedOut
+	Reason   Reason // why, when Cancelled
+	Data     map[string]any
+	Attempts int                    // prompts emitted
+	Errors   []validator.FieldError // the last invalid answer's problems, if the last answer was invalid
+	Err      error                  // the transport error, when Reason is TransportError
+	Created  time.Time
+	Ended    time.Time
+}
+
+// Snapshot is a consistent-enough view of a live or finished elicitation, readable from any
+// goroutine without waiting on the actor.
+type Snapshot struct {
+	ID          string
+	Title       string
+	Tool        string
+	State       State
+	Reason      Reason
+	Attempt     int // prompts emitted so far
+	MaxAttempts int
+	Created     time.Time
+	Deadline    time.Time
+}
+
+// Errors returned by an elicitation's methods. They are sentinels to test with errors.Is.
+var (
+	// ErrFinished: the elicitation had already reached a terminal state (or reached one at
+	// this instant because its deadline had passed). Nothing was changed.
+	ErrFinished = errors.New("session: elicitation has already finished")
+	// ErrStaleRound: the answer names a prompt other than the current one. Nothing was changed.
+	ErrStaleRound = errors.New("session: answer is not for the current prompt")
+	// ErrInvalidEvent: the answer's action, the cancel reason or the extension is not one
+	// the elicitation accepts. Nothing was changed.
+	ErrInvalidEvent = errors.New("session: invalid event")
+)

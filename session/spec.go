@@ -1,0 +1,108 @@
+package session
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"elicitd/validator"
+)
+
+// Defaults applied by Start to a Spec that leaves a limit at zero.
+const (
+	DefaultMaxAttempts = 3                // prompts in total, the first included
+	DefaultTimeout     = 10 * time.Minute // from start to deadline
+	DefaultMaxLifetime = 24 * time.Hour   // how far Extend may push the deadline, from start
+)
+
+// Form is what an elicitation needs of a compiled form: the schema sent with each prompt and a
+// check of each answer. The validator package's compiled forms satisfy it. Implementations
+// must be safe for concurrent use; the actor calls Validate on its own goroutine.
+type Form interface {
+	// WireSchema returns the JSON object sent to the client as the prompt's requested schema.
+	WireSchema() json.RawMessage
+	// Validate normalises content and checks it. It returns the data to keep when the answer
+	// is valid, or every problem found, in field order.
+	Validate(content map[string]any) (data map[string]any, errs []validator.FieldError)
+}
+
+// Step is one thing to ask: the message shown to the person and the form they fill in.
+type Step struct {
+	Message string
+	Form    Form
+}
+
+// Next is what a Continuation decides after a valid answer.
+type Next struct {
+	// Data is the result so far. When FollowUp is nil it becomes the outcome's data;
+	// when Data is nil the validated answer is used instead.
+	Data map[string]any
+	// FollowUp, when set, is asked next. It counts as an attempt.
+	FollowUp *Step
+}
+
+// Continuation decides what follows each valid answer: finish with data, or ask a follow-up.
+// It runs on the actor's goroutine and must not call the elicitation's methods.
+type Continuation func(data map[string]any) Next
+
+// Spec describes one elicitation. Message, Form and Prompter are required.
+type Spec struct {
+	Title string // a short name shown in listings; never an answer value
+	Tool  string // the tool that started it, for listings and logs
+
+	Message string // the first prompt's message
+	Form    Form   // the first prompt's form
+
+	// Prompter receives every prompt the elicitation emits.
+	Prompter Prompter
+	// Continue decides what follows a valid answer. Nil means: complete with the answer.
+	Continue Continuation
+
+	MaxAttempts int           // prompts in total; 0 means DefaultMaxAttempts
+	Timeout     time.Duration // time until the deadline; 0 means DefaultTimeout
+	MaxLifetime time.Duration // the latest deadline Extend may set, from start; 0 means DefaultMaxLifetime
+}
+
+// SpecError reports a Spec that Start refuses, naming the field and what it expects.
+type SpecError struct {
+	Field   string
+	Problem string
+}
+
+func (e *SpecError) Error() string {
+	return fmt.Sprintf("session: spec field %s %s", e.Field, e.Problem)
+}
+
+// withDefaults checks s and fills its zero limits.
+func (s Spec) withDefaults() (Spec, error) {
+	switch {
+	case s.Form == nil:
+		return s, &SpecError{"Form", "is required"}
+	case s.Prompter == nil:
+		return s, &SpecError{"Prompter", "is required"}
+	case s.Message == "":
+		return s, &SpecError{"Message", "is required"}
+	case s.MaxAttempts < 0 || s.MaxAttempts > maxAttemptsLimit:
+		return s, &SpecError{"MaxAttempts", fmt.Sprintf("must be between 1 and %d (0 for the default), got %d", maxAttemptsLimit, s.MaxAttempts)}
+	case s.Timeout < 0:
+		return s, &SpecError{"Timeout", fmt.Sprintf("must be positive (0 for the default), got %s", s.Timeout)}
+	case s.MaxLifetime < 0:
+		return s, &SpecError{"MaxLifetime", fmt.Sprintf("must be positive (0 for the default), got %s", s.MaxLifetime)}
+	}
+	if s.MaxAttempts == 0 {
+		s.MaxAttempts = DefaultMaxAttempts
+	}
+	if s.Timeout == 0 {
+		s.Timeout = DefaultTimeout
+	}
+	if s.MaxLifetime == 0 {
+		s.MaxLifetime = max(DefaultMaxLifetime, s.Timeout)
+	}
+	if s.Timeout > s.MaxLifetime {
+		return s, &SpecError{"Timeout", fmt.Sprintf("must not exceed MaxLifetime %s, got %s", s.MaxLifetime, s.Timeout)}
+	}
+	return s, nil
+}
+
+// maxAttemptsLimit keeps the attempt count inside the bits the published status gives it.
+const maxAttemptsLimit = 1 << 15
