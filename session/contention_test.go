@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"elicitd/session"
+	"elicitd/session/sessiontest"
 )
 
 // 100 goroutines race a valid answer, a decline, a cancel, extensions and the deadline on one
@@ -28,7 +29,7 @@ func TestExactlyOnceUnderContention(t *testing.T) {
 		spec := f.spec()
 		spec.Timeout = time.Minute
 		e := f.start(t, spec)
-		f.prompts.next(t)
+		f.prompts.Next(t)
 
 		var accepted, declined, cancelled, extended atomic.Int64
 		var unexpected atomic.Value
@@ -48,7 +49,7 @@ func TestExactlyOnceUnderContention(t *testing.T) {
 				<-start
 				switch i % 5 {
 				case 0:
-					check(e.Answer(accept(1, "Ada")), &accepted)
+					check(e.Answer(sessiontest.Accept(1, "Ada")), &accepted)
 				case 1:
 					check(e.Answer(session.Answer{Round: 1, Action: session.Decline}), &declined)
 				case 2:
@@ -69,7 +70,7 @@ func TestExactlyOnceUnderContention(t *testing.T) {
 		wg.Wait()
 		require.Nil(t, unexpected.Load())
 
-		o := waitDone(t, e)
+		o := sessiontest.WaitDone(t, e)
 		enders := accepted.Load() + declined.Load() + cancelled.Load()
 		switch {
 		case o.State == session.Completed:

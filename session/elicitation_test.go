@@ -13,18 +13,19 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"elicitd/session"
+	"elicitd/session/sessiontest"
 	"elicitd/validator"
 )
 
 type fixture struct {
 	clk     *clock.Mock
-	form    *nameForm
-	prompts prompts
+	form    *sessiontest.NameForm
+	prompts sessiontest.Prompts
 	ends    atomic.Int64
 }
 
 func newFixture() *fixture {
-	return &fixture{clk: clock.NewMock(), form: &nameForm{}, prompts: newPrompts()}
+	return &fixture{clk: clock.NewMock(), form: &sessiontest.NameForm{}, prompts: sessiontest.NewPrompts(64)}
 }
 
 func (f *fixture) spec() session.Spec {
@@ -90,7 +91,7 @@ func TestStartRejectsBadSpec(t *testing.T) {
 func TestValidAnswerCompletes(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
-	p := f.prompts.next(t)
+	p := f.prompts.Next(t)
 	assert.Equal(t, 1, p.Round)
 	assert.Equal(t, 3, p.MaxAttempts)
 	assert.Equal(t, "What is your name?", p.Message)
@@ -103,8 +104,8 @@ func TestValidAnswerCompletes(t *testing.T) {
 	assert.True(t, snap.Deadline.Equal(f.clk.Now().Add(session.DefaultTimeout)))
 
 	f.clk.Add(time.Minute)
-	require.NoError(t, e.Answer(accept(1, "  Ada ")))
-	o := waitDone(t, e)
+	require.NoError(t, e.Answer(sessiontest.Accept(1, "  Ada ")))
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.Completed, o.State)
 	assert.Equal(t, session.None, o.Reason)
 	assert.Equal(t, map[string]any{"name": "Ada"}, o.Data)
@@ -113,17 +114,17 @@ func TestValidAnswerCompletes(t *testing.T) {
 	assert.True(t, o.Ended.Sub(o.Created) == time.Minute)
 	assert.Equal(t, session.Completed, e.Snapshot().State)
 	assert.EqualValues(t, 1, f.ends.Load())
-	assert.True(t, f.prompts.none())
+	assert.True(t, f.prompts.Empty())
 }
 
 func TestEveryEventAfterTheEndIsRefused(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	require.NoError(t, e.Cancel(session.Operator))
 	before, _ := e.Outcome()
 
-	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrFinished)
+	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrFinished)
 	assert.ErrorIs(t, e.Cancel(session.Shutdown), session.ErrFinished)
 	_, err := e.Extend(time.Minute)
 	assert.ErrorIs(t, err, session.ErrFinished)
@@ -139,9 +140,9 @@ func TestEveryEventAfterTheEndIsRefused(t *testing.T) {
 func TestInvalidAnswerRepromptsWithErrorsFirst(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
-	f.prompts.next(t)
-	require.NoError(t, e.Answer(accept(1, "   ")))
-	p := f.prompts.next(t)
+	f.prompts.Next(t)
+	require.NoError(t, e.Answer(sessiontest.Accept(1, "   ")))
+	p := f.prompts.Next(t)
 	assert.Equal(t, 2, p.Round)
 	assert.True(t, strings.HasPrefix(p.Message, "Name: is required\n"), p.Message)
 	assert.True(t, strings.HasSuffix(p.Message, "What is your name?"), p.Message)
@@ -149,8 +150,8 @@ func TestInvalidAnswerRepromptsWithErrorsFirst(t *testing.T) {
 	assert.Equal(t, "name", p.Errors[0].Field)
 	assert.Equal(t, 2, e.Snapshot().Attempt)
 
-	require.NoError(t, e.Answer(accept(2, "Grace")))
-	o := waitDone(t, e)
+	require.NoError(t, e.Answer(sessiontest.Accept(2, "Grace")))
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.Completed, o.State)
 	assert.Equal(t, 2, o.Attempts)
 	assert.Empty(t, o.Errors)
@@ -161,17 +162,17 @@ func TestMaxAttemptsCancelsWithLastErrors(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
 	for round := 1; round <= 3; round++ {
-		p := f.prompts.next(t)
+		p := f.prompts.Next(t)
 		require.Equal(t, round, p.Round)
-		require.NoError(t, e.Answer(accept(round, "")))
+		require.NoError(t, e.Answer(sessiontest.Accept(round, "")))
 	}
-	o := waitDone(t, e)
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.Cancelled, o.State)
 	assert.Equal(t, session.MaxAttempts, o.Reason)
 	assert.Equal(t, 3, o.Attempts)
 	require.Len(t, o.Errors, 1)
 	assert.Equal(t, "required", o.Errors[0].Constraint)
-	assert.True(t, f.prompts.none(), "no fourth prompt")
+	assert.True(t, f.prompts.Empty(), "no fourth prompt")
 }
 
 func TestMaxAttemptsOfOne(t *testing.T) {
@@ -179,9 +180,9 @@ func TestMaxAttemptsOfOne(t *testing.T) {
 	spec := f.spec()
 	spec.MaxAttempts = 1
 	e := f.start(t, spec)
-	f.prompts.next(t)
-	require.NoError(t, e.Answer(accept(1, "")))
-	o := waitDone(t, e)
+	f.prompts.Next(t)
+	require.NoError(t, e.Answer(sessiontest.Accept(1, "")))
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.MaxAttempts, o.Reason)
 	assert.Equal(t, 1, o.Attempts)
 }
@@ -201,14 +202,14 @@ func TestPersonEndsIt(t *testing.T) {
 		t.Run(c.reason.String(), func(t *testing.T) {
 			f := newFixture()
 			e := f.start(t, f.spec())
-			f.prompts.next(t)
+			f.prompts.Next(t)
 			require.NoError(t, e.Answer(c.answer))
-			o := waitDone(t, e)
+			o := sessiontest.WaitDone(t, e)
 			assert.Equal(t, session.Cancelled, o.State)
 			assert.Equal(t, c.reason, o.Reason)
 			assert.Equal(t, c.err, o.Err)
 			assert.Nil(t, o.Data)
-			assert.EqualValues(t, 0, f.form.calls.Load(), "a decline or cancel is not validated")
+			assert.EqualValues(t, 0, f.form.Calls.Load(), "a decline or cancel is not validated")
 		})
 	}
 }
@@ -216,22 +217,22 @@ func TestPersonEndsIt(t *testing.T) {
 func TestRejectionsSkipTheFormCheck(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	rej := []validator.FieldError{{Field: "name", Constraint: "schema", Message: "content does not match requested schema: name"}}
 	require.NoError(t, e.Answer(session.Answer{Round: 1, Action: session.Accept, Content: map[string]any{"name": "Ada"}, Rejections: rej}))
-	p := f.prompts.next(t)
+	p := f.prompts.Next(t)
 	assert.Equal(t, 2, p.Round)
 	assert.True(t, strings.HasPrefix(p.Message, rej[0].Message))
-	assert.EqualValues(t, 0, f.form.calls.Load())
+	assert.EqualValues(t, 0, f.form.Calls.Load())
 	require.NoError(t, e.Cancel(session.Operator))
 }
 
 func TestStaleAndInvalidEventsChangeNothing(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
-	f.prompts.next(t)
-	assert.ErrorIs(t, e.Answer(accept(2, "Ada")), session.ErrStaleRound)
-	assert.ErrorIs(t, e.Answer(accept(0, "Ada")), session.ErrStaleRound)
+	f.prompts.Next(t)
+	assert.ErrorIs(t, e.Answer(sessiontest.Accept(2, "Ada")), session.ErrStaleRound)
+	assert.ErrorIs(t, e.Answer(sessiontest.Accept(0, "Ada")), session.ErrStaleRound)
 	assert.ErrorIs(t, e.Answer(session.Answer{Round: 1}), session.ErrInvalidEvent)
 	assert.ErrorIs(t, e.Answer(session.Answer{Round: 1, Action: 77}), session.ErrInvalidEvent)
 	assert.ErrorIs(t, e.Cancel(session.None), session.ErrInvalidEvent)
@@ -245,11 +246,11 @@ func TestStaleAndInvalidEventsChangeNothing(t *testing.T) {
 	assert.Equal(t, session.Active, snap.State)
 	assert.Equal(t, 1, snap.Attempt)
 
-	require.NoError(t, e.Answer(accept(1, "")))
-	f.prompts.next(t)
-	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrStaleRound, "an answer to an earlier round")
-	require.NoError(t, e.Answer(accept(2, "Ada")))
-	assert.Equal(t, session.Completed, waitDone(t, e).State)
+	require.NoError(t, e.Answer(sessiontest.Accept(1, "")))
+	f.prompts.Next(t)
+	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrStaleRound, "an answer to an earlier round")
+	require.NoError(t, e.Answer(sessiontest.Accept(2, "Ada")))
+	assert.Equal(t, session.Completed, sessiontest.WaitDone(t, e).State)
 }
 
 func TestDeadlineTimesOut(t *testing.T) {
@@ -257,7 +258,7 @@ func TestDeadlineTimesOut(t *testing.T) {
 	spec := f.spec()
 	spec.Timeout = time.Minute
 	e := f.start(t, spec)
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	start := f.clk.Now()
 
 	f.clk.Add(time.Minute - time.Nanosecond)
@@ -265,12 +266,12 @@ func TestDeadlineTimesOut(t *testing.T) {
 	_, err := e.Extend(time.Nanosecond)
 	require.NoError(t, err)
 	f.clk.Add(2 * time.Nanosecond)
-	o := waitDone(t, e)
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.TimedOut, o.State)
 	assert.Equal(t, session.None, o.Reason)
 	assert.True(t, o.Ended.Equal(start.Add(time.Minute+time.Nanosecond)), "ended %v", o.Ended)
 	assert.Equal(t, 1, o.Attempts)
-	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrFinished)
+	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrFinished)
 	assert.EqualValues(t, 1, f.ends.Load())
 }
 
@@ -281,15 +282,15 @@ func TestAnswerAtTheDeadlineLoses(t *testing.T) {
 	timers := clock.NewMock() // never moved: the timer cannot fire, only the rule decides
 	spec := f.spec()
 	spec.Timeout = time.Minute
-	e, err := session.Start("e1", spec, session.Env{Clock: frozenTimers{f.clk, timers}})
+	e, err := session.Start("e1", spec, session.Env{Clock: sessiontest.FrozenTimers{Mock: f.clk, Timers: timers}})
 	require.NoError(t, err)
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	f.clk.Add(time.Minute - time.Nanosecond)
 	_, err = e.Extend(time.Nanosecond) // a round trip: live one nanosecond before
 	require.NoError(t, err)
 	f.clk.Add(2 * time.Nanosecond) // exactly at the extended deadline
-	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrFinished)
-	o := waitDone(t, e)
+	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrFinished)
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.TimedOut, o.State)
 	assert.True(t, o.Ended.Equal(o.Created.Add(time.Minute+time.Nanosecond)))
 	assert.Nil(t, o.Data)
@@ -302,10 +303,10 @@ func TestAnswerAtTheDeadlineLosesToAFiredTimer(t *testing.T) {
 	spec := f.spec()
 	spec.Timeout = time.Minute
 	e := f.start(t, spec)
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	f.clk.Add(time.Minute) // the timer fires now; the actor may or may not have taken it yet
-	assert.ErrorIs(t, e.Answer(accept(1, "Ada")), session.ErrFinished)
-	o := waitDone(t, e)
+	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrFinished)
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.TimedOut, o.State)
 	assert.Nil(t, o.Data)
 }
@@ -315,11 +316,11 @@ func TestAnswerJustBeforeTheDeadlineWins(t *testing.T) {
 	spec := f.spec()
 	spec.Timeout = time.Minute
 	e := f.start(t, spec)
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	f.clk.Add(time.Minute - time.Nanosecond)
-	require.NoError(t, e.Answer(accept(1, "Ada")))
+	require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
 	f.clk.Add(time.Hour)
-	o := waitDone(t, e)
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.Completed, o.State)
 }
 
@@ -329,7 +330,7 @@ func TestAnyEventAfterTheDeadlineTimesOut(t *testing.T) {
 	events := map[string]func(*session.Elicitation) error{
 		"cancel": func(e *session.Elicitation) error { return e.Cancel(session.Operator) },
 		"extend": func(e *session.Elicitation) error { _, err := e.Extend(time.Hour); return err },
-		"answer": func(e *session.Elicitation) error { return e.Answer(accept(1, "Ada")) },
+		"answer": func(e *session.Elicitation) error { return e.Answer(sessiontest.Accept(1, "Ada")) },
 	}
 	for name, ev := range events {
 		t.Run(name, func(t *testing.T) {
@@ -337,10 +338,10 @@ func TestAnyEventAfterTheDeadlineTimesOut(t *testing.T) {
 			spec := f.spec()
 			spec.Timeout = time.Minute
 			e := f.start(t, spec)
-			f.prompts.next(t)
+			f.prompts.Next(t)
 			f.clk.Add(2 * time.Minute)
 			assert.ErrorIs(t, ev(e), session.ErrFinished)
-			assert.Equal(t, session.TimedOut, waitDone(t, e).State)
+			assert.Equal(t, session.TimedOut, sessiontest.WaitDone(t, e).State)
 		})
 	}
 }
@@ -351,7 +352,7 @@ func TestExtendMovesTheDeadlineWithinTheLifetime(t *testing.T) {
 	spec.Timeout = time.Minute
 	spec.MaxLifetime = 10 * time.Minute
 	e := f.start(t, spec)
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	start := f.clk.Now()
 
 	d, err := e.Extend(4 * time.Minute)
@@ -371,7 +372,7 @@ func TestExtendMovesTheDeadlineWithinTheLifetime(t *testing.T) {
 	f.clk.Add(9*time.Minute - time.Nanosecond)
 	require.Equal(t, session.Active, e.Snapshot().State)
 	f.clk.Add(time.Nanosecond)
-	o := waitDone(t, e)
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.TimedOut, o.State)
 	assert.True(t, o.Ended.Equal(start.Add(10*time.Minute)))
 }
@@ -382,7 +383,7 @@ func TestExtendRearmsTheTimer(t *testing.T) {
 	spec := f.spec()
 	spec.Timeout = time.Minute
 	e := f.start(t, spec)
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	for range 50 {
 		_, err := e.Extend(time.Minute)
 		require.NoError(t, err)
@@ -395,7 +396,7 @@ func TestExtendRearmsTheTimer(t *testing.T) {
 
 func TestFollowUpCountsAsAnAttempt(t *testing.T) {
 	f := newFixture()
-	second := &nameForm{}
+	second := &sessiontest.NameForm{}
 	spec := f.spec()
 	var calls int
 	spec.Continue = func(data map[string]any) session.Next {
@@ -406,25 +407,25 @@ func TestFollowUpCountsAsAnAttempt(t *testing.T) {
 		return session.Next{Data: map[string]any{"first": "Ada", "second": data["name"]}}
 	}
 	e := f.start(t, spec)
-	f.prompts.next(t)
-	require.NoError(t, e.Answer(accept(1, "Ada")))
-	p := f.prompts.next(t)
+	f.prompts.Next(t)
+	require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
+	p := f.prompts.Next(t)
 	assert.Equal(t, 2, p.Round)
 	assert.Equal(t, "And your friend?", p.Message)
 	assert.Same(t, second, p.Form)
 
-	require.NoError(t, e.Answer(accept(2, " ")))
-	p = f.prompts.next(t)
+	require.NoError(t, e.Answer(sessiontest.Accept(2, " ")))
+	p = f.prompts.Next(t)
 	assert.Equal(t, 3, p.Round)
 	assert.True(t, strings.HasPrefix(p.Message, "Name: is required"))
 	assert.True(t, strings.HasSuffix(p.Message, "And your friend?"), "a re-prompt repeats the follow-up, not the first step")
 
-	require.NoError(t, e.Answer(accept(3, "Bob")))
-	o := waitDone(t, e)
+	require.NoError(t, e.Answer(sessiontest.Accept(3, "Bob")))
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.Completed, o.State)
 	assert.Equal(t, map[string]any{"first": "Ada", "second": "Bob"}, o.Data)
 	assert.Equal(t, 3, o.Attempts)
-	assert.EqualValues(t, 2, second.calls.Load())
+	assert.EqualValues(t, 2, second.Calls.Load())
 }
 
 func TestFollowUpWithNoAttemptLeftKeepsTheData(t *testing.T) {
@@ -435,9 +436,9 @@ func TestFollowUpWithNoAttemptLeftKeepsTheData(t *testing.T) {
 		return session.Next{FollowUp: &session.Step{Message: "more", Form: f.form}}
 	}
 	e := f.start(t, spec)
-	f.prompts.next(t)
-	require.NoError(t, e.Answer(accept(1, "Ada")))
-	o := waitDone(t, e)
+	f.prompts.Next(t)
+	require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
+	o := sessiontest.WaitDone(t, e)
 	assert.Equal(t, session.Cancelled, o.State)
 	assert.Equal(t, session.MaxAttempts, o.Reason)
 	assert.Equal(t, map[string]any{"name": "Ada"}, o.Data, "the answer already given is not lost")
@@ -459,7 +460,7 @@ func TestOnEndRunsBeforeDoneCloses(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	close(started)
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	require.NoError(t, e.Cancel(session.ClientGone))
 	assert.True(t, sawOpen.Load())
 }
@@ -467,7 +468,7 @@ func TestOnEndRunsBeforeDoneCloses(t *testing.T) {
 func TestWaitHonoursTheContext(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	_, err := e.Wait(ctx)
@@ -475,7 +476,7 @@ func TestWaitHonoursTheContext(t *testing.T) {
 	_, ok := e.Outcome()
 	assert.False(t, ok)
 
-	require.NoError(t, e.Answer(accept(1, "Ada")))
+	require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
 	o, err := e.Wait(context.Background())
 	require.NoError(t, err)
 	assert.Equal(t, session.Completed, o.State)
@@ -496,7 +497,7 @@ func TestSnapshotOfAFreshElicitationIsConsistent(t *testing.T) {
 		assert.Equal(t, 1, s.Attempt)
 	}
 	close(block)
-	f.prompts.next(t)
+	f.prompts.Next(t)
 	assert.Equal(t, session.Active, e.Snapshot().State)
 	require.NoError(t, e.Cancel(session.Shutdown))
 }

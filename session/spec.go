@@ -73,6 +73,12 @@ func (e *SpecError) Error() string {
 	return fmt.Sprintf("session: spec field %s %s", e.Field, e.Problem)
 }
 
+// Check reports the first problem that would make Start refuse s, as a *SpecError.
+func (s Spec) Check() error {
+	_, err := s.withDefaults()
+	return err
+}
+
 // withDefaults checks s and fills its zero limits.
 func (s Spec) withDefaults() (Spec, error) {
 	switch {

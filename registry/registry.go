@@ -1,0 +1,312 @@
+// Package registry keeps track of every live elicitation: it starts them within limits,
+// finds them by id and by owner (an MCP client session), cancels what an owner leaves
+// behind, and shuts them all down. A finished elicitation leaves the registry the moment its
+// outcome is fixed, so memory follows the live count, never the history.
+//
+// The registry knows nothing of forms or tools: it holds *session.Elicitation values and the
+// owner each belongs to.
+package registry
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"math"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"golang.org/x/time/rate"
+
+	"elicitd/session"
+)
+
+// Config sets a registry's clock and limits. The zero Config has no limits and the real clock.
+type Config struct {
+	// Clock drives the rate limit and every elicitation's deadline.
+	Clock clock.Clock
+	// Rate is how many elicitations per second one owner may start, on average; Burst is how
+	// many it may start at once. Rate 0 turns the per-owner limit off.
+	Rate  rate.Limit
+	Burst int
+	// MaxLive caps the live elicitations of all owners together; 0 means no cap.
+	MaxLive int
+}
+
+// Errors returned by Start, Cancel and Extend; test with errors.Is.
+var (
+	// ErrRateLimited: the owner started too many elicitations too quickly. The error is a
+	// *RateLimitError that says when to retry.
+	ErrRateLimited = errors.New("registry: rate limited")
+	// ErrTooManyLive: the global cap on live elicitations is reached.
+	ErrTooManyLive = errors.New("registry: too many live elicitations")
+	// ErrNotFound: no live elicitation has that id (it may have finished).
+	ErrNotFound = errors.New("registry: no live elicitation with that id")
+	// ErrClosed: Shutdown has been called.
+	ErrClosed = errors.New("registry: shut down")
+)
+
+// RateLimitError is the refusal of a start by the per-owner rate limit.
+type RateLimitError struct {
+	Owner      string
+	RetryAfter time.Duration // when the owner's next start would be allowed
+}
+
+func (e *RateLimitError) Error() string {
+	return fmt.Sprintf("registry: rate limited: too many elicitations started by this client; retry after %s", e.RetryAfter)
+}
+
+// Is makes errors.Is(err, ErrRateLimited) true.
+func (e *RateLimitError) Is(target error) bool { return target == ErrRateLimited }
+
+// Registry tracks live elicitations. Use New; all methods are safe for concurrent use.
+type Registry struct {
+	clk     clock.Clock
+	rate    rate.Limit
+	burst   int
+	maxLive int
+	env     session.Env // shared by every elicitation this registry starts
+	actors  sync.WaitGroup
+
+	mu      sync.Mutex
+	closed  bool
+	byID    map[string]entry
+	byOwner map[string]*owner
+	totals  totals
+}
+
+type entry struct {
+	e     *session.Elicitation
+	owner *owner
+	name  string
+}
+
+type owner struct {
+	live    map[string]*session.Elicitation
+	limiter *rate.Limiter // nil when there is no per-owner limit
+}
+
+type totals struct {
+	started     uint64
+	completed   uint64
+	timedOut    uint64
+	cancelled   [session.NumReasons]uint64
+	rateLimited uint64
+	tooMany     uint64
+}
+
+// New returns an empty registry with cfg's limits. It panics if cfg.Rate is positive and
+// cfg.Burst is not, since no start could ever be allowed.
+func New(cfg Config) *Registry {
+	if cfg.Rate > 0 && cfg.Burst < 1 {
+		panic("registry: a positive Rate needs a Burst of at least 1")
+	}
+	r := &Registry{
+		clk:     cfg.Clock,
+		rate:    cfg.Rate,
+		burst:   cfg.Burst,
+		maxLive: cfg.MaxLive,
+		byID:    make(map[string]entry),
+		byOwner: make(map[string]*owner),
+	}
+	if r.clk == nil {
+		r.clk = clock.New()
+	}
+	r.env = session.Env{Clock: r.clk, OnEnd: r.finished, Group: &r.actors}
+	return r
+}
+
+// Start checks the limits for owner and, if they allow it, starts an elicitation for spec
+// under a fresh id. A refusal (a bad spec, ErrClosed, ErrTooManyLive or a *RateLimitError)
+// starts nothing and uses none of the owner's quota.
+func (r *Registry) Start(ownerID string, spec session.Spec) (*session.Elicitation, error) {
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	id := rand.Text()
+	now := r.clk.Now()
+
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if r.maxLive > 0 && len(r.byID) >= r.maxLive {
+		r.totals.tooMany++
+		return nil, fmt.Errorf("%w: %d are live, the limit is %d", ErrTooManyLive, len(r.byID), r.maxLive)
+	}
+	o := r.byOwner[ownerID]
+	if o == nil {
+		o = &owner{live: make(map[string]*session.Elicitation)}
+		if r.rate > 0 {
+			o.limiter = rate.NewLimiter(r.rate, r.burst)
+		}
+		r.byOwner[ownerID] = o
+	}
+	if o.limiter != nil && !o.limiter.AllowN(now, 1) {
+		r.totals.rateLimited++
+		return nil, &RateLimitError{Owner: ownerID, RetryAfter: retryAfter(o.limiter, now)}
+	}
+	for _, taken := r.byID[id]; taken; _, taken = r.byID[id] {
+		id = rand.Text() // 128 random bits: never in practice, but never a shared id either
+	}
+	e, err := session.Start(id, spec, r.env)
+	if err != nil {
+		return nil, err // unreachable: spec was checked above
+	}
+	r.byID[id] = entry{e: e, owner: o, name: ownerID}
+	o.live[id] = e
+	r.totals.started++
+	return e, nil
+}
+
+// retryAfter is how long until lim holds a whole token again, to the nearest millisecond
+// (and at least one): the token count is a float, and a retry-after is advice for a person.
+func retryAfter(lim *rate.Limiter, now time.Time) time.Duration {
+	secs := (1 - lim.TokensAt(now)) / float64(lim.Limit())
+	return max(time.Duration(math.Round(secs*1000))*time.Millisecond, time.Millisecond)
+}
+
+// finished is every elicitation's OnEnd hook: it runs on the actor's goroutine once the
+// outcome is fixed, and removes the elicitation before its Done channel closes.
+func (r *Registry) finished(o session.Outcome) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ent, ok := r.byID[o.ID]
+	if !ok {
+		return
+	}
+	delete(r.byID, o.ID)
+	delete(ent.owner.live, o.ID)
+	if len(ent.owner.live) == 0 && r.byOwner[ent.name] == ent.owner &&
+		(ent.owner.limiter == nil || ent.owner.limiter.TokensAt(o.Ended) >= float64(r.burst)) {
+		// Nothing live and a full bucket: the owner's record holds nothing worth keeping.
+		delete(r.byOwner, ent.name)
+	}
+	switch o.State {
+	case session.Completed:
+		r.totals.completed++
+	case session.TimedOut:
+		r.totals.timedOut++
+	case session.Cancelled:
+		r.totals.cancelled[o.Reason]++
+	}
+}
+
+// Get returns the live elicitation with that id and its owner.
+func (r *Registry) Get(id string) (e *session.Elicitation, owner string, ok bool) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ent, ok := r.byID[id]
+	return ent.e, ent.name, ok
+}
+
+// Len returns the number of live elicitations.
+func (r *Registry) Len() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.byID)
+}
+
+// List returns snapshots of owner's live elicitations, oldest first, keeping only those in
+// one of states when any are given.
+func (r *Registry) List(owner string, states ...session.State) []session.Snapshot {
+	r.mu.Lock()
+	var live []*session.Elicitation
+	if o := r.byOwner[owner]; o != nil {
+		live = make([]*session.Elicitation, 0, len(o.live))
+		for _, e := range o.live {
+			live = append(live, e)
+		}
+	}
+	r.mu.Unlock()
+
+	out := make([]session.Snapshot, 0, len(live))
+	for _, e := range live {
+		s := e.Snapshot()
+		if len(states) == 0 || slices.Contains(states, s.State) {
+			out = append(out, s)
+		}
+	}
+	slices.SortFunc(out, func(a, b session.Snapshot) int {
+		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
+	})
+	return out
+}
+
+// Cancel ends the live elicitation id with reason and returns once it has left the registry.
+func (r *Registry) Cancel(id string, reason session.Reason) error {
+	e, _, ok := r.Get(id)
+	if !ok {
+		return fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return e.Cancel(reason)
+}
+
+// Extend moves the deadline of the live elicitation id d later, within its lifetime, and
+// returns the new deadline.
+func (r *Registry) Extend(id string, d time.Duration) (time.Time, error) {
+	e, _, ok := r.Get(id)
+	if !ok {
+		return time.Time{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return e.Extend(d)
+}
+
+// CloseOwner cancels every live elicitation of owner with reason client gone, forgets the
+// owner, and returns how many it cancelled once all of them have left the registry. Other
+// owners are untouched.
+func (r *Registry) CloseOwner(owner string) int {
+	r.mu.Lock()
+	o := r.byOwner[owner]
+	delete(r.byOwner, owner)
+	var live []*session.Elicitation
+	if o != nil {
+		for _, e := range o.live {
+			live = append(live, e)
+		}
+	}
+	r.mu.Unlock()
+	return cancelAll(live, session.ClientGone)
+}
+
+// Shutdown refuses new starts, cancels every live elicitation with reason shutdown, and
+// waits until every actor goroutine has returned or ctx ends (then it returns ctx's error).
+func (r *Registry) Shutdown(ctx context.Context) error {
+	r.mu.Lock()
+	r.closed = true
+	live := make([]*session.Elicitation, 0, len(r.byID))
+	for _, ent := range r.byID {
+		live = append(live, ent.e)
+	}
+	r.mu.Unlock()
+
+	// Cancel and wait on another goroutine, so that ctx bounds the wait even if an actor is
+	// slow to take its cancel (a prompter that blocks, say).
+	ended := make(chan struct{})
+	go func() {
+		cancelAll(live, session.Shutdown)
+		r.actors.Wait()
+		close(ended)
+	}()
+	select {
+	case <-ended:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// cancelAll cancels each elicitation and counts those it ended (others had already ended).
+func cancelAll(live []*session.Elicitation, reason session.Reason) int {
+	n := 0
+	for _, e := range live {
+		if e.Cancel(reason) == nil {
+			n++
+		}
+	}
+	return n
+}
