@@ -75,6 +75,7 @@ type Registry struct {
 	closed  bool
 	byID    map[string]entry
 	byOwner map[string]*owner
+	sweepAt int // sweep idle owners when a new one would pass this many
 	totals  totals
 }
 
@@ -111,6 +112,7 @@ func New(cfg Config) *Registry {
 		maxLive: cfg.MaxLive,
 		byID:    make(map[string]entry),
 		byOwner: make(map[string]*owner),
+		sweepAt: ownerSlack,
 	}
 	if r.clk == nil {
 		r.clk = clock.New()
@@ -139,6 +141,9 @@ func (r *Registry) Start(ownerID string, spec session.Spec) (*session.Elicitatio
 		return nil, fmt.Errorf("%w: %d are live, the limit is %d", ErrTooManyLive, len(r.byID), r.maxLive)
 	}
 	o := r.byOwner[ownerID]
+	if o == nil && len(r.byOwner) >= r.sweepAt {
+		r.sweepOwners(now)
+	}
 	if o == nil {
 		o = &owner{live: make(map[string]*session.Elicitation)}
 		if r.rate > 0 {
@@ -163,6 +168,23 @@ func (r *Registry) Start(ownerID string, spec session.Spec) (*session.Elicitatio
 	return e, nil
 }
 
+// sweepOwners forgets owners with nothing live and a full bucket: their records hold nothing
+// worth keeping. Owners stay after their last elicitation ends (an owner usually starts
+// another soon, and keeping it saves two allocations a start), so this bounds them instead:
+// it runs when the owners outnumber the next threshold, which it sets to twice what remains,
+// so its cost per start stays constant. r.mu is held.
+func (r *Registry) sweepOwners(now time.Time) {
+	for name, o := range r.byOwner {
+		if len(o.live) == 0 && (o.limiter == nil || o.limiter.TokensAt(now) >= float64(r.burst)) {
+			delete(r.byOwner, name)
+		}
+	}
+	r.sweepAt = 2*len(r.byOwner) + ownerSlack
+}
+
+// ownerSlack is how many owner records may pile up before the first sweep.
+const ownerSlack = 1024
+
 // retryAfter is how long until lim holds a whole token again, to the nearest millisecond
 // (and at least one): the token count is a float, and a retry-after is advice for a person.
 func retryAfter(lim *rate.Limiter, now time.Time) time.Duration {
@@ -177,15 +199,10 @@ func (r *Registry) finished(o session.Outcome) {
 	defer r.mu.Unlock()
 	ent, ok := r.byID[o.ID]
 	if !ok {
-		return
+		return // unreachable: every actor the registry starts is in byID until it ends
 	}
 	delete(r.byID, o.ID)
 	delete(ent.owner.live, o.ID)
-	if len(ent.owner.live) == 0 && r.byOwner[ent.name] == ent.owner &&
-		(ent.owner.limiter == nil || ent.owner.limiter.TokensAt(o.Ended) >= float64(r.burst)) {
-		// Nothing live and a full bucket: the owner's record holds nothing worth keeping.
-		delete(r.byOwner, ent.name)
-	}
 	switch o.State {
 	case session.Completed:
 		r.totals.completed++

@@ -2,6 +2,7 @@ package registry_test
 
 import (
 	"context"
+	"fmt"
 	"regexp"
 	"testing"
 	"time"
@@ -292,4 +293,35 @@ func TestStatsCountOutcomesAndLiveStates(t *testing.T) {
 
 func TestRegistryPanicsOnAnImpossibleRate(t *testing.T) {
 	assert.Panics(t, func() { registry.New(registry.Config{Rate: 1, Burst: 0}) })
+}
+
+// Owners that come and go without CloseOwner do not pile up.
+func TestIdleOwnersAreSwept(t *testing.T) {
+	f := newFixture(t, registry.Config{})
+	for i := range 3000 {
+		e := f.start(t, fmt.Sprintf("owner-%d", i))
+		require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
+		<-e.Done()
+	}
+	assert.LessOrEqual(t, f.reg.Stats().Owners, 1024)
+}
+
+// A sweep never forgets an owner whose bucket is not full: that would hand it fresh quota.
+func TestSweepsKeepAPartlyUsedBucket(t *testing.T) {
+	f := newFixture(t, registry.Config{Rate: rate.Every(time.Hour), Burst: 1})
+	swept := false
+	for i := 0; !swept; i++ {
+		require.Less(t, i, 20_000, "no sweep happened")
+		if i%100 == 0 {
+			f.clk.Add(time.Hour) // every bucket refills: the idle owners become sweepable
+			greedy := f.start(t, "greedy")
+			require.NoError(t, greedy.Cancel(session.Operator))
+		}
+		before := f.reg.Stats().Owners
+		e := f.start(t, fmt.Sprintf("owner-%d", i))
+		require.NoError(t, e.Cancel(session.Operator))
+		swept = f.reg.Stats().Owners <= before // this start swept, after greedy used its token
+	}
+	_, err := f.reg.Start("greedy", f.spec())
+	require.ErrorIs(t, err, registry.ErrRateLimited, "greedy's used bucket survived the sweep")
 }

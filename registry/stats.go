@@ -10,7 +10,8 @@ type Stats struct {
 	Cancelled   map[string]uint64 `json:"cancelled"` // by reason; only reasons seen
 	RateLimited uint64            `json:"refused_rate_limited"`
 	TooManyLive uint64            `json:"refused_too_many_live"`
-	Live        map[string]int    `json:"live"` // by state; every non-terminal state listed
+	Live        map[string]int    `json:"live"`   // by state; every non-terminal state listed
+	Owners      int               `json:"owners"` // owner records kept (live ones and recent idle ones)
 }
 
 // Refused is the number of starts refused by a limit.
@@ -20,6 +21,7 @@ func (s Stats) Refused() uint64 { return s.RateLimited + s.TooManyLive }
 func (r *Registry) Stats() Stats {
 	r.mu.Lock()
 	t := r.totals
+	owners := len(r.byOwner)
 	live := make([]*session.Elicitation, 0, len(r.byID))
 	for _, ent := range r.byID {
 		live = append(live, ent.e)
@@ -32,6 +34,7 @@ func (r *Registry) Stats() Stats {
 		TimedOut:    t.timedOut,
 		RateLimited: t.rateLimited,
 		TooManyLive: t.tooMany,
+		Owners:      owners,
 		Cancelled:   map[string]uint64{},
 		Live:        map[string]int{session.Pending.String(): 0, session.Active.String(): 0},
 	}

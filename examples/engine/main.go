@@ -1,0 +1,81 @@
+// Command engine walks one elicitation through its life without any MCP client: a scripted
+// person first answers with a typo, is asked again with the error listed first, then answers
+// properly, and the outcome is printed. It shows the actor, the registry and the prompter
+// contract that the MCP adapter builds on.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"time"
+
+	"elicitd/registry"
+	"elicitd/session"
+	"elicitd/validator"
+)
+
+// weightForm asks for a package weight in kilograms, a positive number.
+type weightForm struct{}
+
+func (weightForm) WireSchema() json.RawMessage {
+	return json.RawMessage(`{"type":"object","properties":{"weight_kg":{"type":"number","title":"Package weight (kg)"}},"required":["weight_kg"]}`)
+}
+
+func (weightForm) Validate(content map[string]any) (map[string]any, []validator.FieldError) {
+	var w float64
+	switch v := content["weight_kg"].(type) {
+	case float64:
+		w = v
+	case string:
+		parsed, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			w = -1
+		} else {
+			w = parsed
+		}
+	default:
+		w = -1
+	}
+	if !(w > 0) {
+		return nil, []validator.FieldError{{Field: "weight_kg", Label: "Package weight (kg)", Constraint: "minimum",
+			Message: "Package weight (kg): must be a positive, finite number"}}
+	}
+	return map[string]any{"weight_kg": w}, nil
+}
+
+func main() {
+	reg := registry.New(registry.Config{MaxLive: 10})
+	answers := []map[string]any{{"weight_kg": "abc"}, {"weight_kg": " 5 "}}
+
+	person := make(chan session.Prompt, 1)
+	e, err := reg.Start("demo-client", session.Spec{
+		Title: "package weight", Tool: "example", Message: "How heavy is the package?",
+		Form: weightForm{}, Prompter: session.PrompterFunc(func(p session.Prompt) { person <- p }),
+		Timeout: time.Minute,
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "start:", err)
+		os.Exit(1)
+	}
+	go func() {
+		for p := range person {
+			fmt.Printf("prompt %d of %d: %q\n", p.Round, p.MaxAttempts, p.Message)
+			a := answers[p.Round-1]
+			fmt.Printf("  the person types %v\n", a["weight_kg"])
+			_ = p.Elicitation.Answer(session.Answer{Round: p.Round, Action: session.Accept, Content: a})
+		}
+	}()
+
+	o, _ := e.Wait(context.Background())
+	close(person)
+	fmt.Printf("outcome: %s after %d attempts, data %v\n", o.State, o.Attempts, o.Data)
+	fmt.Printf("live elicitations left: %d\n", reg.Len())
+	_ = reg.Shutdown(context.Background())
+	if o.State != session.Completed {
+		os.Exit(1)
+	}
+}
