@@ -6,10 +6,11 @@ import (
 	"flag"
 	"fmt"
 	"runtime"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"golang.org/x/sync/errgroup"
 
 	"elicitd/registry"
 	"elicitd/session"
@@ -146,20 +147,22 @@ func BenchmarkAnswer10kFrom16(b *testing.B) {
 		close(queue)
 		b.StartTimer()
 		begin := time.Now()
-		var wg sync.WaitGroup
+		var g errgroup.Group
 		for range answerers {
-			wg.Go(func() {
+			g.Go(func() error {
 				for p := range queue {
 					e := p.Elicitation
 					if err := e.Answer(session.Answer{Round: p.Round, Action: session.Accept, Content: map[string]any{"name": "Ada"}}); err != nil {
-						b.Error(err)
-						return
+						return err
 					}
 					<-e.Done()
 				}
+				return nil
 			})
 		}
-		wg.Wait()
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
 		answered += time.Since(begin)
 		b.StopTimer()
 		if reg.Len() != 0 {
