@@ -1,0 +1,134 @@
+package validator
+
+import (
+	"bytes"
+	"encoding/json"
+)
+
+// The wire schema is exactly the MCP 2025-11-25 PrimitiveSchemaDefinition subset:
+//
+//   - text, email, url, date, date_time: {"type":"string"}, with "format" email, uri, date or
+//     date-time, and minLength / maxLength;
+//   - number, integer: {"type":"number"} or {"type":"integer"} with minimum / maximum;
+//   - boolean: {"type":"boolean"};
+//   - select: {"type":"string","enum":[...]} when no option has a title, else
+//     {"type":"string","oneOf":[{"const":...,"title":...}]}; never both, never "enumNames";
+//   - multi_select: {"type":"array","items":{"type":"string","enum":[...]}} or
+//     {"type":"array","items":{"anyOf":[{"const":...,"title":...}]}}, with minItems / maxItems.
+//
+// Every property may carry "title" (the label), "description" and "default". Patterns,
+// exclusive bounds, URL schemes and custom checks have no place in that subset: they stay
+// server-side, in Validate. Properties keep the form's field order.
+
+type wireProperty struct {
+	Type        string        `json:"type"`
+	Title       string        `json:"title,omitempty"`
+	Description string        `json:"description,omitempty"`
+	Format      string        `json:"format,omitempty"`
+	MinLength   *int          `json:"minLength,omitempty"`
+	MaxLength   *int          `json:"maxLength,omitempty"`
+	Minimum     *float64      `json:"minimum,omitempty"`
+	Maximum     *float64      `json:"maximum,omitempty"`
+	Enum        []string      `json:"enum,omitempty"`
+	OneOf       []wireTitled  `json:"oneOf,omitempty"`
+	Items       *wireItems    `json:"items,omitempty"`
+	MinItems    *int          `json:"minItems,omitempty"`
+	MaxItems    *int          `json:"maxItems,omitempty"`
+	Default     any           `json:"default,omitempty"` // a nil default is left out
+}
+
+type wireItems struct {
+	Type  string       `json:"type,omitempty"`
+	Enum  []string     `json:"enum,omitempty"`
+	AnyOf []wireTitled `json:"anyOf,omitempty"`
+}
+
+type wireTitled struct {
+	Const string `json:"const"`
+	Title string `json:"title"`
+}
+
+var wireFormats = map[Type]string{Email: "email", URL: "uri", Date: "date", DateTime: "date-time"}
+
+func buildWire(fields []compiledField) json.RawMessage {
+	var b bytes.Buffer
+	b.WriteString(`{"type":"object","properties":{`)
+	var required []string
+	for i := range fields {
+		f := &fields[i]
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		name, _ := json.Marshal(f.Name)
+		b.Write(name)
+		b.WriteByte(':')
+		prop, _ := json.Marshal(f.wireProperty()) // plain data: cannot fail
+		b.Write(prop)
+		if f.Required {
+			required = append(required, f.Name)
+		}
+	}
+	b.WriteByte('}')
+	if len(required) > 0 {
+		req, _ := json.Marshal(required)
+		b.WriteString(`,"required":`)
+		b.Write(req)
+	}
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+func (f *compiledField) wireProperty() wireProperty {
+	p := wireProperty{Title: f.label, Description: f.Description, Default: f.def}
+	switch f.Type {
+	case Text, Email, URL, Date, DateTime:
+		p.Type = "string"
+		p.Format = wireFormats[f.Type]
+		p.MinLength, p.MaxLength = f.MinLength, f.MaxLength
+	case Number:
+		p.Type = "number"
+		p.Minimum, p.Maximum = f.Minimum, f.Maximum
+	case Integer:
+		p.Type = "integer"
+		p.Minimum, p.Maximum = f.Minimum, f.Maximum
+	case Boolean:
+		p.Type = "boolean"
+	case Select:
+		p.Type = "string"
+		if f.titled {
+			p.OneOf = f.titledOptions()
+		} else {
+			p.Enum = f.optionValues()
+		}
+	case MultiSelect:
+		p.Type = "array"
+		if f.titled {
+			p.Items = &wireItems{AnyOf: f.titledOptions()}
+		} else {
+			p.Items = &wireItems{Type: "string", Enum: f.optionValues()}
+		}
+		p.MinItems, p.MaxItems = f.MinItems, f.MaxItems
+	}
+	return p
+}
+
+func (f *compiledField) optionValues() []string {
+	out := make([]string, len(f.Options))
+	for i, o := range f.Options {
+		out[i] = o.Value
+	}
+	return out
+}
+
+// titledOptions gives every option a title (its value when it has none): the spec requires
+// a title on each titled entry.
+func (f *compiledField) titledOptions() []wireTitled {
+	out := make([]wireTitled, len(f.Options))
+	for i, o := range f.Options {
+		out[i] = wireTitled{Const: o.Value, Title: o.Title}
+		if o.Title == "" {
+			out[i].Title = o.Value
+		}
+	}
+	return out
+}
