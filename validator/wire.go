@@ -21,20 +21,20 @@ import (
 // server-side, in Validate. Properties keep the form's field order.
 
 type wireProperty struct {
-	Type        string        `json:"type"`
-	Title       string        `json:"title,omitempty"`
-	Description string        `json:"description,omitempty"`
-	Format      string        `json:"format,omitempty"`
-	MinLength   *int          `json:"minLength,omitempty"`
-	MaxLength   *int          `json:"maxLength,omitempty"`
-	Minimum     *float64      `json:"minimum,omitempty"`
-	Maximum     *float64      `json:"maximum,omitempty"`
-	Enum        []string      `json:"enum,omitempty"`
-	OneOf       []wireTitled  `json:"oneOf,omitempty"`
-	Items       *wireItems    `json:"items,omitempty"`
-	MinItems    *int          `json:"minItems,omitempty"`
-	MaxItems    *int          `json:"maxItems,omitempty"`
-	Default     any           `json:"default,omitempty"` // a nil default is left out
+	Type        string       `json:"type"`
+	Title       string       `json:"title,omitempty"`
+	Description string       `json:"description,omitempty"`
+	Format      string       `json:"format,omitempty"`
+	MinLength   *int         `json:"minLength,omitempty"`
+	MaxLength   *int         `json:"maxLength,omitempty"`
+	Minimum     *float64     `json:"minimum,omitempty"`
+	Maximum     *float64     `json:"maximum,omitempty"`
+	Enum        []string     `json:"enum,omitempty"`
+	OneOf       []wireTitled `json:"oneOf,omitempty"`
+	Items       *wireItems   `json:"items,omitempty"`
+	MinItems    *int         `json:"minItems,omitempty"`
+	MaxItems    *int         `json:"maxItems,omitempty"`
+	Default     any          `json:"default,omitempty"` // a nil default is left out
 }
 
 type wireItems struct {
