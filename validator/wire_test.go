@@ -75,7 +75,7 @@ func TestWireSchemaGolden(t *testing.T) {
 func checkWireSubset(t *testing.T, wire json.RawMessage) {
 	t.Helper()
 	var root struct {
-		Type       string                     `json:"type"`
+		Type       string                    `json:"type"`
 		Properties map[string]map[string]any `json:"properties"`
 	}
 	require.NoError(t, json.Unmarshal(wire, &root))
