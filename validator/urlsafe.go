@@ -66,7 +66,7 @@ func CheckURL(ctx context.Context, raw string, p URLPolicy) (*url.URL, error) {
 	if u.User != nil {
 		return nil, urlErr("userinfo", "a URL must not carry a user name or password")
 	}
-	host := u.Hostname()
+	host := strings.ToLower(u.Hostname()) // DNS names are case-insensitive
 	if err := checkHostSpelling(host); err != nil {
 		var ue *URLError
 		if p.AllowPrivate && errors.As(err, &ue) && ue.Reason == "private_address" {
