@@ -26,6 +26,9 @@ type Form interface {
 	Validate(content map[string]any) (data map[string]any, errs []validator.FieldError)
 }
 
+// The validator's compiled forms are the forms elicitd's tools use.
+var _ Form = (*validator.Compiled)(nil)
+
 // Step is one thing to ask: the message shown to the person and the form they fill in.
 type Step struct {
 	Message string
