@@ -34,6 +34,10 @@ type Config struct {
 	Burst int
 	// MaxLive caps the live elicitations of all owners together; 0 means no cap.
 	MaxLive int
+	// OnEnd, if set, is called once for every elicitation that ends, with its owner and
+	// outcome, on the actor's goroutine after it has left the registry and before its Done
+	// channel closes. It must not block and must not call the elicitation's methods.
+	OnEnd func(owner string, o session.Outcome)
 }
 
 // Errors returned by Start, Cancel and Extend; test with errors.Is.
@@ -68,6 +72,7 @@ type Registry struct {
 	rate    rate.Limit
 	burst   int
 	maxLive int
+	onEnd   func(string, session.Outcome)
 	env     session.Env // shared by every elicitation this registry starts
 	actors  sync.WaitGroup
 
@@ -110,6 +115,7 @@ func New(cfg Config) *Registry {
 		rate:    cfg.Rate,
 		burst:   cfg.Burst,
 		maxLive: cfg.MaxLive,
+		onEnd:   cfg.OnEnd,
 		byID:    make(map[string]entry),
 		byOwner: make(map[string]*owner),
 		sweepAt: ownerSlack,
@@ -196,11 +202,17 @@ func retryAfter(lim *rate.Limiter, now time.Time) time.Duration {
 // outcome is fixed, and removes the elicitation before its Done channel closes.
 func (r *Registry) finished(o session.Outcome) {
 	r.mu.Lock()
-	defer r.mu.Unlock()
 	ent, ok := r.byID[o.ID]
 	if !ok {
+		r.mu.Unlock()
 		return // unreachable: every actor the registry starts is in byID until it ends
 	}
+	defer func() {
+		r.mu.Unlock()
+		if r.onEnd != nil {
+			r.onEnd(ent.name, o)
+		}
+	}()
 	delete(r.byID, o.ID)
 	delete(ent.owner.live, o.ID)
 	switch o.State {

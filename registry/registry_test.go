@@ -325,3 +325,33 @@ func TestSweepsKeepAPartlyUsedBucket(t *testing.T) {
 	_, err := f.reg.Start("greedy", f.spec())
 	require.ErrorIs(t, err, registry.ErrRateLimited, "greedy's used bucket survived the sweep")
 }
+
+func TestOnEndReportsOwnerAndOutcomeBeforeDone(t *testing.T) {
+	type ended struct {
+		owner string
+		o     session.Outcome
+		live  bool
+	}
+	got := make(chan ended, 1)
+	var reg *registry.Registry
+	reg = registry.New(registry.Config{Clock: clock.NewMock(), OnEnd: func(owner string, o session.Outcome) {
+		_, _, live := reg.Get(o.ID)
+		got <- ended{owner, o, live}
+	}})
+	prompts := sessiontest.NewPrompts(1)
+	e, err := reg.Start("alice", session.Spec{Tool: "ask_user", Title: "t", Message: "m", Form: &sessiontest.NameForm{}, Prompter: prompts})
+	require.NoError(t, err)
+	prompts.Next(t)
+	require.NoError(t, e.Cancel(session.Operator))
+	select {
+	case end := <-got:
+		assert.Equal(t, "alice", end.owner)
+		assert.Equal(t, e.ID(), end.o.ID)
+		assert.Equal(t, "ask_user", end.o.Tool)
+		assert.Equal(t, session.Operator, end.o.Reason)
+		assert.False(t, end.live, "it has left the registry")
+	default:
+		t.Fatal("OnEnd had not run when Cancel returned")
+	}
+	require.NoError(t, reg.Shutdown(context.Background()))
+}

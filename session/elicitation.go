@@ -358,6 +358,8 @@ func (e *Elicitation) emit(errs []validator.FieldError) {
 func (e *Elicitation) end(s State, r Reason, now time.Time) {
 	e.timer.Stop()
 	e.outcome.ID = e.id
+	e.outcome.Tool = e.tool
+	e.outcome.Title = e.title
 	e.outcome.State = s
 	e.outcome.Reason = r
 	e.outcome.Attempts = e.attempt

@@ -69,6 +69,8 @@ type Answer struct {
 // Outcome is how an elicitation ended. It is fixed once, before Done is closed.
 type Outcome struct {
 	ID       string
+	Tool     string // the spec's Tool, for logs
+	Title    string // the spec's Title
 	State    State  // Completed, Cancelled or TimedOut
 	Reason   Reason // why, when Cancelled
 	Data     map[string]any
