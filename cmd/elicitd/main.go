@@ -1,0 +1,203 @@
+// Command elicitd is an MCP server, on stdio, whose tools ask the person using the client for
+// what they are missing, through MCP elicitation.
+//
+// Every setting is a flag and may also come from an ELICITD_... environment variable; the
+// flag wins. A bad value exits with status 2 and one line on stderr. Logs go to stderr
+// (stdout is the JSON-RPC stream) and never carry what the person typed.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	"elicitd/tools"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
+}
+
+// shutdownWithin bounds how long a signalled shutdown may take.
+const shutdownWithin = 4 * time.Second
+
+func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
+	cfg, err := parseConfig(args, getenv, stderr)
+	if errors.Is(err, flag.ErrHelp) {
+		return 0
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "elicitd: %v\n", err)
+		return 2
+	}
+	if cfg.version {
+		fmt.Fprintf(stdout, "elicitd %s\n", version)
+		return 0
+	}
+	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	opts := cfg.options()
+	opts.Logger = logger
+	// The SDK narrates every connection at info level; keep it to warnings unless debugging.
+	opts.SDKLogger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: max(cfg.logLevel, slog.LevelWarn)}))
+	if cfg.logLevel <= slog.LevelDebug {
+		opts.SDKLogger = logger
+	}
+	srv := tools.NewServer(opts, version)
+
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
+	defer signal.Stop(sigs)
+
+	runCtx, stopRun := context.WithCancel(context.Background())
+	defer stopRun()
+	ended := make(chan error, 1)
+	go func() { ended <- srv.MCP.Run(runCtx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}) }()
+
+	select {
+	case <-ended:
+		// stdin reached EOF (or the stream broke): end what is open, quietly.
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
+		defer cancel()
+		_ = srv.Shutdown(ctx)
+		return 0
+	case sig := <-sigs:
+		logger.Info("shutting down", "signal", sig.String())
+		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
+		defer cancel()
+		if err := srv.Shutdown(ctx); err != nil {
+			logger.Warn("shutdown did not finish in time", "error", err)
+		}
+		// The waiting tool calls have been answered; give their responses a moment to be
+		// written before the connection closes.
+		select {
+		case <-ended:
+		case <-time.After(200 * time.Millisecond):
+			stopRun()
+			<-ended
+		}
+		return 0
+	}
+}
+
+type nopWriteCloser struct{ io.Writer }
+
+func (nopWriteCloser) Close() error { return nil }
+
+type config struct {
+	timeout        time.Duration
+	maxAttempts    int
+	ratePerMinute  int
+	burst          int
+	maxLive        int
+	maxAnswerBytes int
+	keepalive      time.Duration
+	logLevel       slog.Level
+	stateKey       string
+	version        bool
+}
+
+func (c config) options() tools.Options {
+	o := tools.Options{
+		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxLive: c.maxLive,
+		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, StateKey: []byte(c.stateKey),
+	}
+	if c.ratePerMinute > 0 {
+		o.Rate, o.Burst = rate.Limit(float64(c.ratePerMinute)/60), c.burst
+	}
+	return o
+}
+
+// setting is one flag with its environment variable and its check.
+type setting struct {
+	name, env, usage, def string
+	check                 func(string) error // parses into the config; says what it accepts
+}
+
+func durationIn(dst *time.Duration, lo, hi time.Duration, zeroOK bool) func(string) error {
+	return func(s string) error {
+		d, err := time.ParseDuration(s)
+		if err != nil || (d < lo || d > hi) && !(zeroOK && d == 0) {
+			if zeroOK {
+				return fmt.Errorf("must be 0 (off) or a duration between %s and %s, got %q", lo, hi, s)
+			}
+			return fmt.Errorf("must be a duration between %s and %s, got %q", lo, hi, s)
+		}
+		*dst = d
+		return nil
+	}
+}
+
+func intIn(dst *int, lo, hi int) func(string) error {
+	return func(s string) error {
+		var n int
+		if _, err := fmt.Sscan(s, &n); err != nil || fmt.Sprint(n) != strings.TrimSpace(s) || n < lo || n > hi {
+			return fmt.Errorf("must be a whole number between %d and %d, got %q", lo, hi, s)
+		}
+		*dst = n
+		return nil
+	}
+}
+
+func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (config, error) {
+	var c config
+	settings := []setting{
+		{"timeout", "ELICITD_TIMEOUT", "how long a question waits for its answer", "10m", durationIn(&c.timeout, time.Second, 24*time.Hour, false)},
+		{"max-attempts", "ELICITD_MAX_ATTEMPTS", "prompts per question, re-prompts included", "3", intIn(&c.maxAttempts, 1, 10)},
+		{"rate", "ELICITD_RATE", "questions a client session may start per minute (0: no limit)", "10", intIn(&c.ratePerMinute, 0, 1_000_000)},
+		{"burst", "ELICITD_BURST", "questions a client session may start at once", "10", intIn(&c.burst, 1, 1_000_000)},
+		{"max-live", "ELICITD_MAX_LIVE", "open questions across all sessions", "1000", intIn(&c.maxLive, 1, 10_000_000)},
+		{"max-answer-bytes", "ELICITD_MAX_ANSWER_BYTES", "the largest answer accepted, as JSON", "1048576", intIn(&c.maxAnswerBytes, 1024, 64<<20)},
+		{"keepalive", "ELICITD_KEEPALIVE", "progress notifications while waiting, when the call has a progress token (0: off)", "15s", durationIn(&c.keepalive, 100*time.Millisecond, time.Hour, true)},
+		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
+			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
+				return fmt.Errorf("must be debug, info, warn or error, got %q", s)
+			}
+			return nil
+		}},
+	}
+	fs := flag.NewFlagSet("elicitd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	values := map[string]*string{}
+	for _, s := range settings {
+		values[s.name] = fs.String(s.name, s.def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+	}
+	fs.BoolVar(&c.version, "version", false, "print the version and exit")
+	if err := fs.Parse(args); err != nil {
+		return c, err
+	}
+	if fs.NArg() > 0 {
+		return c, fmt.Errorf("unexpected argument %q: elicitd takes only flags", fs.Arg(0))
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	for _, s := range settings {
+		v, from := *values[s.name], "--"+s.name
+		if !given[s.name] {
+			if env := getenv(s.env); env != "" {
+				v, from = env, s.env
+			}
+		}
+		if err := s.check(v); err != nil {
+			return c, fmt.Errorf("%s %v", from, err)
+		}
+	}
+	c.stateKey = getenv("ELICITD_STATE_KEY")
+	if c.stateKey != "" && len(c.stateKey) < 32 {
+		return c, fmt.Errorf("ELICITD_STATE_KEY must be at least 32 characters, got %d", len(c.stateKey))
+	}
+	return c, nil
+}

@@ -1,0 +1,137 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"elicitd/session"
+	"elicitd/validator"
+)
+
+// AskUserInput is the ask_user tool's input.
+type AskUserInput struct {
+	Message        string         `json:"message" jsonschema:"what to ask, shown to the person above the form"`
+	Form           map[string]any `json:"form,omitempty" jsonschema:"the form: {title, fields: [{name, type, label, required, options, ...}]}; give form or schema"`
+	Schema         map[string]any `json:"schema,omitempty" jsonschema:"instead of form: a raw MCP requestedSchema (flat object of primitive properties)"`
+	TimeoutSeconds int            `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for the person; capped by the server"`
+	MaxAttempts    int            `json:"max_attempts,omitempty" jsonschema:"how many times to ask when answers are invalid; capped by the server"`
+}
+
+// AskUserResult is ask_user's result.
+type AskUserResult struct {
+	Status   string                 `json:"status"`           // completed, declined, cancelled or timeout
+	Reason   string                 `json:"reason,omitempty"` // why, when cancelled
+	Data     map[string]any         `json:"data,omitempty"`   // the answers, when completed
+	Attempts int                    `json:"attempts"`
+	Errors   []validator.FieldError `json:"errors,omitempty"` // the last answer's problems, when it ran out of attempts
+}
+
+const askUserDescription = `Ask the person using this client a structured question and wait for the answer (MCP form elicitation).
+
+Give "message" (what you ask and why) and "form": a title and fields in order. Each field has
+"name" (the key in the answer), "type" (text, number, integer, boolean, date, date_time, email,
+url, select, multi_select), and optionally "label", "description", "required", "default",
+"options" ([{"value": "US", "title": "United States"}], for select and multi_select),
+"min_length", "max_length", "pattern", "minimum", "maximum", "exclusive_minimum",
+"exclusive_maximum", "min_items", "max_items", "case" ("upper" or "lower").
+
+Example: {"message": "Where should the parcel go?", "form": {"title": "Delivery", "fields": [
+ {"name": "city", "type": "text", "label": "City", "required": true},
+ {"name": "country", "type": "select", "label": "Country", "required": true,
+  "options": [{"value": "US", "title": "United States"}, {"value": "CA", "title": "Canada"}]},
+ {"name": "weight_kg", "type": "number", "label": "Weight (kg)", "exclusive_minimum": 0}]}}
+
+Answers are checked and the person is asked again (with the problems listed) when one is
+invalid. The result's "status" is completed (with "data"), declined, cancelled or timeout.
+Never ask for passwords, API keys or payment details here. Instead of "form" you may pass an
+MCP requestedSchema as "schema".`
+
+func (s *Server) addAskUser() {
+	mcp.AddTool(s.MCP, &mcp.Tool{Name: "ask_user", Title: "Ask the user", Description: askUserDescription}, s.askUser)
+}
+
+func (s *Server) askUser(ctx context.Context, req *mcp.CallToolRequest, in AskUserInput) (*mcp.CallToolResult, any, error) {
+	var step Step
+	var terr *Error
+	if req.Params.RequestState != "" {
+		step, terr = s.el.Resume(ctx, req)
+	} else {
+		form, ferr := s.compileAsk(in)
+		if ferr != nil {
+			return ferr.Result(), nil, nil
+		}
+		step, terr = s.el.Start(ctx, req, Ask{
+			Tool: "ask_user", Title: form.Title(), Message: in.Message, Form: form,
+			Timeout: time.Duration(in.TimeoutSeconds) * time.Second, MaxAttempts: in.MaxAttempts,
+		})
+	}
+	switch {
+	case terr != nil:
+		return terr.Result(), nil, nil
+	case step.Pending != nil:
+		return step.Pending, nil, nil
+	}
+	return jsonResult(askUserResult(step.Outcome), false), nil, nil
+}
+
+func askUserResult(o session.Outcome) AskUserResult {
+	r := AskUserResult{Attempts: o.Attempts}
+	switch {
+	case o.State == session.Completed:
+		r.Status, r.Data = "completed", o.Data
+	case o.State == session.TimedOut:
+		r.Status = "timeout"
+	case o.Reason == session.Declined:
+		r.Status = "declined"
+	default:
+		r.Status, r.Reason = "cancelled", o.Reason.String()
+		if o.Reason == session.MaxAttempts {
+			r.Errors = o.Errors
+		}
+	}
+	return r
+}
+
+// compileAsk compiles the form or schema of an ask_user call, refusing what form mode must
+// not carry.
+func (s *Server) compileAsk(in AskUserInput) (*validator.Compiled, *Error) {
+	if in.Message == "" {
+		return nil, Errorf(CodeInvalidForm, "no_message", `"message" is required: say what you are asking and why`)
+	}
+	if (in.Form == nil) == (in.Schema == nil) {
+		return nil, Errorf(CodeInvalidForm, "form_or_schema", `give exactly one of "form" and "schema"`)
+	}
+	var f validator.Form
+	var err error
+	if in.Form != nil {
+		raw, _ := json.Marshal(in.Form) // decoded from JSON: it encodes
+		var c *validator.Compiled
+		if c, err = validator.CompileJSON(raw); err == nil {
+			f.Title, f.Fields = c.Title(), c.Fields()
+		}
+	} else {
+		raw, _ := json.Marshal(in.Schema)
+		f, err = validator.FromMCPSchema(raw)
+	}
+	if err == nil {
+		f.MaxAnswerBytes = s.opts.MaxAnswerBytes
+		var c *validator.Compiled
+		if c, err = validator.Compile(f); err == nil {
+			if c.HasSensitive() {
+				return nil, Errorf(CodeInvalidForm, "sensitive_field",
+					"a field is marked sensitive: secrets must not be asked for in form mode (URL mode is needed, and not offered yet)")
+			}
+			return c, nil
+		}
+	}
+	e := Errorf(CodeInvalidForm, "invalid_definition", "%s", err.Error())
+	var de *validator.DefinitionError
+	if errors.As(err, &de) {
+		e.Details = map[string]any{"problems": de.Problems}
+	}
+	return nil, e
+}

@@ -1,0 +1,415 @@
+package tools
+
+import (
+	"context"
+	"crypto/rand"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"elicitd/registry"
+	"elicitd/session"
+	"elicitd/validator"
+)
+
+// pullEra is the first protocol version whose clients answer elicitations through multi
+// round-trip tool calls; earlier sessions get server-initiated elicitation/create requests.
+const pullEra = "2026-07-28"
+
+// Elicitor is the adapter between tool handlers and the engine: the only code that sends
+// elicitations over an MCP session. It picks the era from the request's protocol version.
+type Elicitor struct {
+	reg         *registry.Registry
+	clk         clock.Clock
+	signer      stateSigner
+	timeout     time.Duration
+	maxAttempts int
+	keepalive   time.Duration
+	log         *slog.Logger
+
+	owners sync.Map // *mcp.ServerSession -> owner id
+	pulls  sync.Map // elicitation id -> *pullState
+
+	mu      sync.Mutex
+	answers []time.Duration // recent times to a completed answer, a ring
+	next    int
+	recent  map[string]string // how recently ended pull-era elicitations ended, for late callers
+	order   []string          // recent's keys, oldest first
+}
+
+// recentWindow is how many ended pull-era elicitations are remembered for a late call.
+const recentWindow = 1024
+
+// Ask is one question a tool puts to the person.
+type Ask struct {
+	Tool        string
+	Title       string
+	Message     string
+	Form        *validator.Compiled
+	Continue    session.Continuation
+	Timeout     time.Duration // 0: the server's; clamped to [1s, the server's]
+	MaxAttempts int           // 0: the server's; clamped to [1, the server's]
+	Missing     []Missing     // what is asked, for the error a client without elicitation gets
+}
+
+// Step is where an elicitation stands when a tool call must return: either Pending, a
+// result to return as is (pull era: the client answers in its next call), or the Outcome.
+type Step struct {
+	Pending *mcp.CallToolResult
+	Outcome session.Outcome
+}
+
+// pullState is what a pull-era elicitation keeps between tool calls.
+type pullState struct {
+	prompts chan session.Prompt
+	tool    string
+	args    string
+}
+
+// Prompt hands the prompt to whichever tool call comes for it.
+func (p *pullState) Prompt(pr session.Prompt) { p.prompts <- pr }
+
+// answerWindow is how many recent answer times the stats keep.
+const answerWindow = 1024
+
+// ended is the registry's OnEnd hook: one log line per elicitation, answer times, cleanup.
+func (x *Elicitor) ended(owner string, o session.Outcome) {
+	_, pulled := x.pulls.LoadAndDelete(o.ID)
+	d := o.Ended.Sub(o.Created)
+	x.mu.Lock()
+	if o.State == session.Completed {
+		if len(x.answers) < answerWindow {
+			x.answers = append(x.answers, d)
+		} else {
+			x.answers[x.next] = d
+			x.next = (x.next + 1) % answerWindow
+		}
+	}
+	if pulled {
+		if x.recent == nil {
+			x.recent = map[string]string{}
+		}
+		if len(x.order) == recentWindow {
+			delete(x.recent, x.order[0])
+			x.order = x.order[1:]
+		}
+		how := o.State.String()
+		if o.Reason != session.None {
+			how += ", " + o.Reason.String()
+		}
+		x.recent[o.ID], x.order = how, append(x.order, o.ID)
+	}
+	x.mu.Unlock()
+	// Never the values the person typed: ids, names and counts only.
+	x.log.Info("elicitation finished", "id", o.ID, "tool", o.Tool, "state", o.State.String(),
+		"reason", o.Reason.String(), "attempts", o.Attempts, "duration", d.Round(time.Millisecond).String())
+}
+
+// answerPercentiles returns the p50 and p99 of recent times to a completed answer.
+func (x *Elicitor) answerPercentiles() (p50, p99 time.Duration, n int) {
+	x.mu.Lock()
+	ds := slices.Clone(x.answers)
+	x.mu.Unlock()
+	if len(ds) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
+	return at(0.50), at(0.99), len(ds)
+}
+
+// owner returns the owner id of a client session, watching the session so that its
+// elicitations are cancelled (client gone) when it ends.
+func (x *Elicitor) owner(ss *mcp.ServerSession) string {
+	if v, ok := x.owners.Load(ss); ok {
+		return v.(string)
+	}
+	v, loaded := x.owners.LoadOrStore(ss, rand.Text())
+	id := v.(string)
+	if !loaded {
+		go func() {
+			_ = ss.Wait()
+			x.reg.CloseOwner(id)
+			x.owners.Delete(ss)
+		}()
+	}
+	return id
+}
+
+func supportsForm(caps *mcp.ClientCapabilities) bool {
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	e := caps.Elicitation
+	return e.Form != nil || e.URL == nil // {} counts as form
+}
+
+// Start asks the person through the client behind req, in the era the request speaks.
+func (x *Elicitor) Start(ctx context.Context, req *mcp.CallToolRequest, ask Ask) (Step, *Error) {
+	if !supportsForm(req.ClientCapabilities()) {
+		e := Errorf(CodeUnsupported, "no_form_elicitation",
+			"this client cannot show forms (it declares no form elicitation); ask the person for these in the chat instead")
+		e.Missing = ask.Missing
+		if e.Missing == nil {
+			e.Missing = formMissing(ask.Form)
+		}
+		return Step{}, e
+	}
+	owner := x.owner(req.Session)
+	pull := req.ProtocolVersion() >= pullEra
+	spec := session.Spec{
+		Title: ask.Title, Tool: ask.Tool, Message: ask.Message, Form: ask.Form, Continue: ask.Continue,
+		Timeout: clamp(ask.Timeout, time.Second, x.timeout), MaxAttempts: clamp(ask.MaxAttempts, 1, x.maxAttempts),
+	}
+	var ps *pullState
+	if pull {
+		ps = &pullState{prompts: make(chan session.Prompt, spec.MaxAttempts), tool: req.Params.Name, args: argsHash(req.Params.Arguments)}
+		spec.Prompter = ps
+	} else {
+		spec.Prompter = pushPrompter{ss: req.Session}
+	}
+	e, err := x.reg.Start(owner, spec)
+	if err != nil {
+		return Step{}, startError(err)
+	}
+	if !pull {
+		return x.wait(ctx, req, e), nil
+	}
+	x.pulls.Store(e.ID(), ps)
+	if _, done := e.Outcome(); done {
+		x.pulls.Delete(e.ID()) // it ended before it was stored: OnEnd found nothing to delete
+	}
+	return x.nextPull(owner, e, ps), nil
+}
+
+func clamp[T int | time.Duration](v, lo, hi T) T {
+	if v == 0 {
+		return hi
+	}
+	return min(max(v, lo), hi)
+}
+
+func formMissing(f *validator.Compiled) []Missing {
+	var out []Missing
+	if f == nil {
+		return out
+	}
+	for _, fd := range f.Fields() {
+		prompt := fd.Label
+		if prompt == "" {
+			prompt = fd.Name
+		}
+		out = append(out, Missing{DotPath: fd.Name, FlatKey: fd.Name, Prompt: prompt})
+	}
+	return out
+}
+
+func startError(err error) *Error {
+	var rl *registry.RateLimitError
+	var se *session.SpecError
+	switch {
+	case errors.As(err, &rl):
+		e := Errorf(CodeRateLimited, "rate_limited", "too many questions were started from this session; retry after %s", rl.RetryAfter)
+		e.Details = map[string]any{"retry_after_seconds": rl.RetryAfter.Seconds()}
+		return e
+	case errors.Is(err, registry.ErrTooManyLive):
+		return Errorf(CodeTooMany, "too_many_live", "the server is waiting on too many answers already; retry later")
+	case errors.Is(err, registry.ErrClosed):
+		return Errorf(CodeCancelled, session.Shutdown.String(), "the server is shutting down")
+	case errors.As(err, &se):
+		return Errorf(CodeInvalidForm, "invalid_spec", "%s", se.Error())
+	}
+	return Errorf(CodeFailed, "start_failed", "%s", err.Error())
+}
+
+// wait is the push era: the tool call waits for the outcome, sending keepalive progress if
+// the call carried a progress token. If the call is cancelled or its client goes away, the
+// elicitation is cancelled and its outcome returned.
+func (x *Elicitor) wait(ctx context.Context, req *mcp.CallToolRequest, e *session.Elicitation) Step {
+	var tick <-chan time.Time
+	token := req.Params.GetProgressToken()
+	if token != nil && x.keepalive > 0 {
+		t := x.clk.Ticker(x.keepalive)
+		defer t.Stop()
+		tick = t.C
+	}
+	for n := 1; ; n++ {
+		select {
+		case <-e.Done():
+			o, _ := e.Outcome()
+			return Step{Outcome: o}
+		case <-ctx.Done():
+			reason := session.ToolCallCancelled
+			if errors.Is(context.Cause(ctx), io.EOF) {
+				reason = session.ClientGone
+			}
+			_ = e.Cancel(reason)
+			<-e.Done()
+			o, _ := e.Outcome()
+			return Step{Outcome: o}
+		case <-tick:
+			s := e.Snapshot()
+			_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token, Progress: float64(n),
+				Message: fmt.Sprintf("waiting for the user (attempt %d of %d)", s.Attempt, s.MaxAttempts),
+			})
+		}
+	}
+}
+
+// pushPrompter sends each prompt as an elicitation/create request, cancelled when the
+// elicitation ends first.
+type pushPrompter struct {
+	ss *mcp.ServerSession
+}
+
+func (p pushPrompter) Prompt(pr session.Prompt) {
+	go func() {
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		type reply struct {
+			res *mcp.ElicitResult
+			err error
+		}
+		replies := make(chan reply, 1)
+		go func() {
+			res, err := p.ss.Elicit(ctx, elicitParams(pr))
+			replies <- reply{res, err}
+		}()
+		select {
+		case r := <-replies:
+			_ = pr.Elicitation.Answer(toAnswer(pr.Round, r.res, r.err))
+		case <-pr.Elicitation.Done():
+			cancel() // the SDK tells the client with notifications/cancelled
+			<-replies
+		}
+	}()
+}
+
+func elicitParams(pr session.Prompt) *mcp.ElicitParams {
+	return &mcp.ElicitParams{Mode: "form", Message: pr.Message, RequestedSchema: pr.Form.WireSchema()}
+}
+
+// schemaMismatch is how the SDK reports content that fails the requested schema: the
+// person's answer was wrong, not the transport, so it earns a re-prompt.
+const schemaMismatch = "does not match requested schema"
+
+func toAnswer(round int, res *mcp.ElicitResult, err error) session.Answer {
+	a := session.Answer{Round: round}
+	switch {
+	case err != nil && strings.Contains(err.Error(), schemaMismatch):
+		a.Action = session.Accept
+		a.Rejections = []validator.FieldError{{Label: "Answer", Constraint: "schema",
+			Message: "Answer: does not fit the form (" + err.Error() + ")"}}
+	case err != nil:
+		a.Action, a.Err = session.Failed, err
+	case res == nil:
+		a.Action, a.Err = session.Failed, errors.New("empty elicitation result")
+	case res.Action == "accept":
+		a.Action, a.Content = session.Accept, res.Content
+		if a.Content == nil {
+			a.Content = map[string]any{}
+		}
+	case res.Action == "decline":
+		a.Action = session.Decline
+	case res.Action == "cancel":
+		a.Action = session.Cancel
+	default:
+		a.Action, a.Err = session.Failed, fmt.Errorf("unknown elicitation action %q", res.Action)
+	}
+	return a
+}
+
+// inputKey names the input request of one round, so a response to an earlier round is
+// recognised as such.
+func inputKey(round int) string { return fmt.Sprintf("elicit-%d", round) }
+
+// stateLifetime bounds how long a pull-era RequestState is honoured: the longest an
+// elicitation may live.
+const stateLifetime = session.DefaultMaxLifetime
+
+// nextPull returns the next prompt as input requests, or the outcome if the elicitation has
+// ended.
+func (x *Elicitor) nextPull(owner string, e *session.Elicitation, ps *pullState) Step {
+	for {
+		if o, done := e.Outcome(); done {
+			return Step{Outcome: o}
+		}
+		select {
+		case pr := <-ps.prompts:
+			if pr.Round != e.Snapshot().Attempt {
+				continue // superseded while queued
+			}
+			token := x.signer.sign(requestState{ID: e.ID(), Owner: owner, Tool: ps.tool, Args: ps.args, Round: pr.Round,
+				Expires: x.clk.Now().Add(stateLifetime).Unix()})
+			return Step{Pending: &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{inputKey(pr.Round): elicitParams(pr)},
+				RequestState:  token,
+			}}
+		case <-e.Done():
+		}
+	}
+}
+
+func stateError(reason, format string, args ...any) *Error {
+	return Errorf(CodeInvalidRequestState, reason, format, args...)
+}
+
+// Resume is the pull era's second and later calls: it checks the RequestState, hands the
+// response to the same live elicitation, and returns the next prompt or the outcome.
+func (x *Elicitor) Resume(ctx context.Context, req *mcp.CallToolRequest) (Step, *Error) {
+	st, err := x.signer.open(req.Params.RequestState)
+	if err != nil {
+		return Step{}, stateError("forged", "the requestState was not issued by this server or has been altered")
+	}
+	if st.expired(x.clk.Now()) {
+		return Step{}, stateError("expired", "the requestState has expired; call the tool again without it")
+	}
+	owner := x.owner(req.Session)
+	if st.Owner != owner {
+		return Step{}, stateError("foreign", "the requestState belongs to another client session")
+	}
+	if st.Tool != req.Params.Name || st.Args != argsHash(req.Params.Arguments) {
+		return Step{}, stateError("foreign", "the requestState belongs to another tool call (tool or arguments differ)")
+	}
+	e, eOwner, ok := x.reg.Get(st.ID)
+	v, pulled := x.pulls.Load(st.ID)
+	if !ok || !pulled || eOwner != owner {
+		x.mu.Lock()
+		how := x.recent[st.ID]
+		x.mu.Unlock()
+		if how != "" {
+			how = " (" + how + ")"
+		}
+		return Step{}, stateError("finished", "that question has already ended%s; call the tool again without requestState", how)
+	}
+	if cur := e.Snapshot().Attempt; cur != st.Round {
+		return Step{}, stateError("stale_round", "the requestState is for question round %d, but round %d is current", st.Round, cur)
+	}
+	resp, ok := req.Params.InputResponses[inputKey(st.Round)]
+	if !ok {
+		return Step{}, stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round))
+	}
+	res, ok := resp.(*mcp.ElicitResult)
+	if !ok {
+		return Step{}, stateError("missing_response", "inputResponses[%q] is not an elicitation result", inputKey(st.Round))
+	}
+	if err := e.Answer(toAnswer(st.Round, res, nil)); err != nil {
+		if errors.Is(err, session.ErrStaleRound) {
+			return Step{}, stateError("stale_round", "that question round is no longer current")
+		}
+		if o, done := e.Outcome(); done {
+			return Step{Outcome: o}, nil // it ended at that instant (deadline): report how
+		}
+		return Step{}, stateError("finished", "that question has already ended")
+	}
+	return x.nextPull(owner, e, v.(*pullState)), nil
+}

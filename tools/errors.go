@@ -1,0 +1,99 @@
+// Package tools holds elicitd's MCP tool handlers, the one adapter that touches an MCP
+// server session for elicitation, and the error payload every tool shares.
+//
+// Every tool failure is a tool result with isError true whose structured content, and whose
+// JSON text, is one shape: {code, message, reason, missing: [{dot_path, flat_key, prompt}]}.
+// The codes are stable API.
+package tools
+
+import (
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"elicitd/session"
+	"elicitd/validator"
+)
+
+// Error codes. They are stable API.
+const (
+	CodeUnsupported         = "ELICITATION_UNSUPPORTED"
+	CodeDeclined            = "ELICITATION_DECLINED"
+	CodeCancelled           = "ELICITATION_CANCELLED"
+	CodeTimeout             = "ELICITATION_TIMEOUT"
+	CodeMaxRetries          = "ELICITATION_MAX_RETRIES"
+	CodeFailed              = "ELICITATION_FAILED"
+	CodeInvalidForm         = "INVALID_FORM"
+	CodeInvalidRequestState = "INVALID_REQUEST_STATE"
+	CodeRateLimited         = "RATE_LIMITED"
+	CodeTooMany             = "TOO_MANY_ELICITATIONS"
+	CodeNotFound            = "NOT_FOUND"
+)
+
+// Missing names one thing a tool still needs from the person.
+type Missing struct {
+	DotPath string `json:"dot_path"`
+	FlatKey string `json:"flat_key"`
+	Prompt  string `json:"prompt"`
+}
+
+// Error is the payload of every tool failure.
+type Error struct {
+	Code    string                 `json:"code"`
+	Message string                 `json:"message"`
+	Reason  string                 `json:"reason"`
+	Missing []Missing              `json:"missing"`
+	Errors  []validator.FieldError `json:"errors,omitempty"`  // the last answer's problems, when there were some
+	Details any                    `json:"details,omitempty"` // more, for some codes (e.g. retry_after_seconds)
+}
+
+func (e *Error) Error() string { return e.Code + ": " + e.Message }
+
+// Errorf returns an Error with code, reason and a formatted message.
+func Errorf(code, reason, format string, args ...any) *Error {
+	return &Error{Code: code, Reason: reason, Message: fmt.Sprintf(format, args...)}
+}
+
+// Result turns the error into the tool result the client sees.
+func (e *Error) Result() *mcp.CallToolResult {
+	if e.Missing == nil {
+		e.Missing = []Missing{}
+	}
+	return jsonResult(e, true)
+}
+
+// jsonResult returns v as structured content and as JSON text.
+func jsonResult(v any, isError bool) *mcp.CallToolResult {
+	b, err := json.Marshal(v)
+	if err != nil { // our own payload types always marshal
+		b = []byte(fmt.Sprintf(`{"code":%q,"message":%q,"reason":"","missing":[]}`, CodeFailed, err.Error()))
+	}
+	return &mcp.CallToolResult{
+		IsError:           isError,
+		StructuredContent: json.RawMessage(b),
+		Content:           []mcp.Content{&mcp.TextContent{Text: string(b)}},
+	}
+}
+
+// OutcomeError is the tool error for an elicitation that did not complete, for tools that
+// cannot go on without the answer.
+func OutcomeError(o session.Outcome) *Error {
+	e := &Error{Reason: o.Reason.String(), Errors: o.Errors}
+	switch {
+	case o.State == session.TimedOut:
+		e.Code, e.Reason, e.Message = CodeTimeout, "timeout", "the person did not answer in time"
+	case o.Reason == session.Declined:
+		e.Code, e.Message = CodeDeclined, "the person declined to answer"
+	case o.Reason == session.MaxAttempts:
+		e.Code, e.Message = CodeMaxRetries, fmt.Sprintf("no valid answer after %d attempts", o.Attempts)
+	case o.Reason == session.TransportError:
+		e.Code, e.Message = CodeFailed, "the question could not be delivered or answered"
+		if o.Err != nil {
+			e.Message += ": " + o.Err.Error()
+		}
+	default:
+		e.Code, e.Message = CodeCancelled, "the question was cancelled ("+o.Reason.String()+")"
+	}
+	return e
+}

@@ -1,0 +1,124 @@
+package tools
+
+import (
+	"cmp"
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	"elicitd/registry"
+	"elicitd/session"
+)
+
+// Options configure a Server. Zero values take the defaults noted.
+type Options struct {
+	Clock          clock.Clock   // the real clock
+	Timeout        time.Duration // per elicitation, and the most a tool may ask for; 10m
+	MaxAttempts    int           // prompts per elicitation, and the most a tool may ask for; 3
+	Rate           rate.Limit    // elicitations a client session may start per second; 0: no limit
+	Burst          int           // with Rate
+	MaxLive        int           // live elicitations across all sessions; 0: no cap
+	MaxAnswerBytes int           // the largest answer accepted; 1 MiB
+	Keepalive      time.Duration // progress notifications while waiting, if the call has a token; 0: none
+	StateKey       []byte        // the pull-era RequestState HMAC key; random when empty
+	Logger         *slog.Logger  // elicitd's own log; discards when nil
+	SDKLogger      *slog.Logger  // the MCP SDK's log; Logger when nil
+}
+
+// Server is elicitd: an MCP server with the elicitation tools, over one registry.
+type Server struct {
+	MCP      *mcp.Server
+	Registry *registry.Registry
+	el       *Elicitor
+	opts     Options
+	inflight sync.WaitGroup // tool calls being handled
+}
+
+// NewServer builds the MCP server and its tools.
+func NewServer(opts Options, version string) *Server {
+	if opts.Clock == nil {
+		opts.Clock = clock.New()
+	}
+	if opts.Timeout == 0 {
+		opts.Timeout = session.DefaultTimeout
+	}
+	if opts.MaxAttempts == 0 {
+		opts.MaxAttempts = session.DefaultMaxAttempts
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	key := opts.StateKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+	}
+	el := &Elicitor{clk: opts.Clock, signer: stateSigner{key: key}, timeout: opts.Timeout,
+		maxAttempts: opts.MaxAttempts, keepalive: opts.Keepalive, log: opts.Logger}
+	el.reg = registry.New(registry.Config{Clock: opts.Clock, Rate: opts.Rate, Burst: opts.Burst, MaxLive: opts.MaxLive, OnEnd: el.ended})
+
+	s := &Server{Registry: el.reg, el: el, opts: opts}
+	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
+		Logger:       cmp.Or(opts.SDKLogger, opts.Logger),
+		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
+	})
+	s.MCP.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method == "tools/call" {
+				s.inflight.Add(1)
+				defer s.inflight.Done()
+			}
+			return next(ctx, method, req)
+		}
+	})
+	s.addAskUser()
+	s.addManagement()
+	s.MCP.AddResource(&mcp.Resource{URI: statsURI, Name: "stats", Title: "elicitd statistics", MIMEType: "application/json",
+		Description: "Live elicitations by state, totals by outcome and reason, and time-to-answer percentiles."}, s.readStats)
+	return s
+}
+
+// Shutdown cancels every open question (reason shutdown), so the tool calls waiting on them
+// return their results, and waits until those calls have been handled or ctx ends.
+func (s *Server) Shutdown(ctx context.Context) error {
+	if err := s.Registry.Shutdown(ctx); err != nil {
+		return err
+	}
+	handled := make(chan struct{})
+	go func() {
+		s.inflight.Wait()
+		close(handled)
+	}()
+	select {
+	case <-handled:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Elicitor returns the adapter the server's tools use, for tools added by other packages.
+func (s *Server) Elicitor() *Elicitor { return s.el }
+
+const statsURI = "elicitd://stats"
+
+func (s *Server) readStats(_ context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	p50, p99, n := s.el.answerPercentiles()
+	b, err := json.MarshalIndent(struct {
+		registry.Stats
+		AnswerP50 float64 `json:"time_to_answer_p50_seconds"`
+		AnswerP99 float64 `json:"time_to_answer_p99_seconds"`
+		Answers   int     `json:"time_to_answer_samples"`
+	}{s.Registry.Stats(), p50.Seconds(), p99.Seconds(), n}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: statsURI, MIMEType: "application/json", Text: string(b)}}}, nil
+}
