@@ -65,7 +65,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	runCtx, stopRun := context.WithCancel(context.Background())
 	defer stopRun()
 	ended := make(chan error, 1)
-	go func() { ended <- srv.MCP.Run(runCtx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}}) }()
+	go func() {
+		ended <- srv.MCP.Run(runCtx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+	}()
 
 	select {
 	case <-ended:
