@@ -85,6 +85,15 @@ func NewServer(opts Options, version string) *Server {
 	return s
 }
 
+// CloseSessions ends every client session's open questions with reason client gone, as
+// when the stdio client goes away.
+func (s *Server) CloseSessions() {
+	s.el.owners.Range(func(_, id any) bool {
+		s.Registry.CloseOwner(id.(string))
+		return true
+	})
+}
+
 // Shutdown cancels every open question (reason shutdown), so the tool calls waiting on them
 // return their results, and waits until those calls have been handled or ctx ends.
 func (s *Server) Shutdown(ctx context.Context) error {

@@ -72,6 +72,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	select {
 	case <-ended:
 		// stdin reached EOF (or the stream broke): end what is open, quietly.
+		srv.CloseSessions()
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
 		defer cancel()
 		_ = srv.Shutdown(ctx)
