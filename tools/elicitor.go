@@ -58,6 +58,7 @@ type Ask struct {
 	Timeout     time.Duration // 0: the server's; clamped to [1s, the server's]
 	MaxAttempts int           // 0: the server's; clamped to [1, the server's]
 	Missing     []Missing     // what is asked, for the error a client without elicitation gets
+	WireForm    session.Form  // sends another wire schema for Form (a fixture's exact schema); optional
 }
 
 // Step is where an elicitation stands when a tool call must return: either Pending, a
@@ -168,6 +169,9 @@ func (x *Elicitor) Start(ctx context.Context, req *mcp.CallToolRequest, ask Ask)
 	spec := session.Spec{
 		Title: ask.Title, Tool: ask.Tool, Message: ask.Message, Form: ask.Form, Continue: ask.Continue,
 		Timeout: clamp(ask.Timeout, time.Second, x.timeout), MaxAttempts: clamp(ask.MaxAttempts, 1, x.maxAttempts),
+	}
+	if ask.WireForm != nil {
+		spec.Form = ask.WireForm
 	}
 	var ps *pullState
 	if pull {

@@ -526,3 +526,69 @@ func TestBadSettingExitsWithStatus2(t *testing.T) {
 	assert.Equal(t, 2, ee.ExitCode())
 	assert.Contains(t, stderr.String(), "ELICITD_TIMEOUT must be a duration between 1s and 24h0m0s")
 }
+
+func TestConformanceFixtures(t *testing.T) {
+	answers := map[string]map[string]any{
+		"test_elicitation":                  {"username": "testuser", "email": "test@example.com"},
+		"test_elicitation_sep1034_defaults": {"name": "Jane Smith", "age": 25.0, "score": 88.0, "status": "inactive", "verified": false},
+		"test_elicitation_sep1330_enums": {"untitledSingle": "option1", "titledSingle": "value1", "legacyEnum": "opt1",
+			"untitledMulti": []any{"option1", "option2"}, "titledMulti": []any{"value1", "value2"}},
+	}
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			schemas := map[string]map[string]any{}
+			var mu sync.Mutex
+			h := start(t, clientSetup{version: era.version, args: []string{"--conformance-fixtures"},
+				elicit: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					b, _ := json.Marshal(req.Params.RequestedSchema)
+					var s map[string]any
+					_ = json.Unmarshal(b, &s)
+					props := s["properties"].(map[string]any)
+					mu.Lock()
+					defer mu.Unlock()
+					for tool, a := range answers {
+						if _, ok := props[firstKey(a)]; ok {
+							schemas[tool] = props
+							return &mcp.ElicitResult{Action: "accept", Content: a}, nil
+						}
+					}
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				}})
+			ctx := timeout(t)
+			for tool := range answers {
+				res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: map[string]any{"message": "Please provide your information"}})
+				require.NoError(t, err)
+				require.False(t, res.IsError, tool)
+				text := res.Content[0].(*mcp.TextContent).Text
+				if tool == "test_elicitation" {
+					assert.Contains(t, text, "User response: <action: accept, content: {", tool)
+				} else {
+					assert.Contains(t, text, "Elicitation completed: action=accept, content={", tool)
+				}
+			}
+			legacy := schemas["test_elicitation_sep1330_enums"]["legacyEnum"].(map[string]any)
+			assert.Equal(t, []any{"Option One", "Option Two", "Option Three"}, legacy["enumNames"], "sent as given")
+			titled := schemas["test_elicitation_sep1330_enums"]["titledSingle"].(map[string]any)
+			assert.NotContains(t, titled, "enum")
+			assert.Equal(t, 30.0, schemas["test_elicitation_sep1034_defaults"]["age"].(map[string]any)["default"])
+			assert.Equal(t, "John Doe", schemas["test_elicitation_sep1034_defaults"]["name"].(map[string]any)["default"])
+		})
+	}
+	// Without the flag the fixtures are not there.
+	h := start(t, clientSetup{version: "2025-11-25"})
+	tools, err := h.cs.ListTools(timeout(t), nil)
+	require.NoError(t, err)
+	for _, tool := range tools.Tools {
+		assert.False(t, strings.HasPrefix(tool.Name, "test_"), tool.Name)
+	}
+}
+
+// firstKey returns a key unique to each fixture's answer, to tell the schemas apart.
+func firstKey(m map[string]any) string {
+	for _, k := range []string{"username", "verified", "legacyEnum"} {
+		if _, ok := m[k]; ok {
+			return k
+		}
+	}
+	return ""
+}

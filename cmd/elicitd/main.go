@@ -57,6 +57,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		opts.SDKLogger = logger
 	}
 	srv := tools.NewServer(opts, version)
+	if cfg.conformance {
+		srv.AddConformanceFixtures()
+	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -111,6 +114,7 @@ type config struct {
 	logLevel       slog.Level
 	stateKey       string
 	version        bool
+	conformance    bool
 }
 
 func (c config) options() tools.Options {
@@ -179,6 +183,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		values[s.name] = fs.String(s.name, s.def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
 	}
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
+	fs.BoolVar(&c.conformance, "conformance-fixtures", false, "also serve the tools the MCP conformance suite calls")
 	if err := fs.Parse(args); err != nil {
 		return c, err
 	}

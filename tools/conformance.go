@@ -1,0 +1,102 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"elicitd/session"
+	"elicitd/validator"
+)
+
+// The MCP conformance suite's elicitation scenarios call these tools and check the exact
+// schema each sends (the legacy enumNames property included, sent as given). They are only
+// registered with --conformance-fixtures.
+
+var conformanceSchemas = map[string]string{
+	"test_elicitation": `{"type":"object","properties":{
+		"username":{"type":"string","description":"User's response"},
+		"email":{"type":"string","description":"User's email address"}},
+		"required":["username","email"]}`,
+	"test_elicitation_sep1034_defaults": `{"type":"object","properties":{
+		"name":{"type":"string","default":"John Doe"},
+		"age":{"type":"integer","default":30},
+		"score":{"type":"number","default":95.5},
+		"status":{"type":"string","enum":["active","inactive","pending"],"default":"active"},
+		"verified":{"type":"boolean","default":true}}}`,
+	"test_elicitation_sep1330_enums": `{"type":"object","properties":{
+		"untitledSingle":{"type":"string","enum":["option1","option2","option3"]},
+		"titledSingle":{"type":"string","oneOf":[{"const":"value1","title":"First Option"},{"const":"value2","title":"Second Option"},{"const":"value3","title":"Third Option"}]},
+		"legacyEnum":{"type":"string","enum":["opt1","opt2","opt3"],"enumNames":["Option One","Option Two","Option Three"]},
+		"untitledMulti":{"type":"array","items":{"type":"string","enum":["option1","option2","option3"]}},
+		"titledMulti":{"type":"array","items":{"anyOf":[{"const":"value1","title":"First Choice"},{"const":"value2","title":"Second Choice"},{"const":"value3","title":"Third Choice"}]}}}}`,
+}
+
+// rawSchemaForm sends a schema exactly as given and validates answers with its compiled form.
+type rawSchemaForm struct {
+	*validator.Compiled
+	raw json.RawMessage
+}
+
+func (f rawSchemaForm) WireSchema() json.RawMessage { return f.raw }
+
+type conformanceInput struct {
+	Message string `json:"message,omitempty" jsonschema:"the message to show the user"`
+}
+
+// AddConformanceFixtures registers the tools the MCP conformance suite calls.
+func (s *Server) AddConformanceFixtures() {
+	for name, schema := range conformanceSchemas {
+		raw := json.RawMessage(schema)
+		compiled, err := validator.CompileMCPSchema(raw)
+		if err != nil {
+			panic(fmt.Sprintf("conformance schema %s: %v", name, err)) // fixed data, checked by tests
+		}
+		form := rawSchemaForm{compiled, raw}
+		mcp.AddTool(s.MCP, &mcp.Tool{Name: name, Description: "MCP conformance fixture: requests elicitation with a fixed schema"},
+			func(ctx context.Context, req *mcp.CallToolRequest, in conformanceInput) (*mcp.CallToolResult, any, error) {
+				var step Step
+				var terr *Error
+				if req.Params.RequestState != "" {
+					step, terr = s.el.Resume(ctx, req)
+				} else {
+					msg := in.Message
+					if msg == "" {
+						msg = "Please answer the conformance test form"
+					}
+					step, terr = s.el.Start(ctx, req, Ask{Tool: name, Title: name, Message: msg, Form: compiled, WireForm: form})
+				}
+				switch {
+				case terr != nil:
+					return terr.Result(), nil, nil
+				case step.Pending != nil:
+					return step.Pending, nil, nil
+				}
+				return conformanceResult(name, step.Outcome), nil, nil
+			})
+	}
+}
+
+func conformanceResult(tool string, o session.Outcome) *mcp.CallToolResult {
+	action := "accept"
+	switch {
+	case o.State == session.Completed:
+	case o.Reason == session.Declined:
+		action = "decline"
+	case o.Reason == session.UserCancelled:
+		action = "cancel"
+	default:
+		return OutcomeError(o).Result()
+	}
+	content, _ := json.Marshal(o.Data) // answers decoded from JSON: they encode
+	if o.Data == nil {
+		content = []byte("{}")
+	}
+	text := fmt.Sprintf("Elicitation completed: action=%s, content=%s", action, content)
+	if tool == "test_elicitation" {
+		text = fmt.Sprintf("User response: <action: %s, content: %s>", action, content)
+	}
+	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
