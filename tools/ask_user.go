@@ -109,10 +109,7 @@ func (s *Server) compileAsk(in AskUserInput) (*validator.Compiled, *Error) {
 	var err error
 	if in.Form != nil {
 		raw, _ := json.Marshal(in.Form) // decoded from JSON: it encodes
-		var c *validator.Compiled
-		if c, err = validator.CompileJSON(raw); err == nil {
-			f.Title, f.Fields = c.Title(), c.Fields()
-		}
+		f, err = validator.ParseForm(raw)
 	} else {
 		raw, _ := json.Marshal(in.Schema)
 		f, err = validator.FromMCPSchema(raw)

@@ -279,16 +279,26 @@ func upperBound(fd Field) (*float64, bool) {
 // CompileJSON decodes a form in its JSON form (see Form) and compiles it. Unknown keys are an
 // error, so a misspelt constraint is reported rather than ignored.
 func CompileJSON(data []byte) (*Compiled, error) {
+	f, err := ParseForm(data)
+	if err != nil {
+		return nil, err
+	}
+	return Compile(f)
+}
+
+// ParseForm decodes a form in its JSON form without compiling it, so a caller can set what
+// the JSON cannot (MaxAnswerBytes, checks) first. Unknown keys are an error.
+func ParseForm(data []byte) (Form, error) {
 	var f Form
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&f); err != nil {
-		return nil, &DefinitionError{Problems: []Problem{{Field: "form", Message: "is not valid form JSON: " + err.Error()}}}
+		return Form{}, &DefinitionError{Problems: []Problem{{Field: "form", Message: "is not valid form JSON: " + err.Error()}}}
 	}
 	if dec.More() {
-		return nil, &DefinitionError{Problems: []Problem{{Field: "form", Message: "has data after the form object"}}}
+		return Form{}, &DefinitionError{Problems: []Problem{{Field: "form", Message: "has data after the form object"}}}
 	}
-	return Compile(f)
+	return f, nil
 }
 
 // Title returns the form's title.
