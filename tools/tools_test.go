@@ -1,0 +1,103 @@
+package tools
+
+import (
+	"encoding/json"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"elicitd/session"
+	"elicitd/validator"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+func TestStateTokensAreSignedAndBound(t *testing.T) {
+	s := stateSigner{key: []byte(strings.Repeat("k", 32))}
+	st := requestState{ID: "E1", Owner: "O1", Tool: "ask_user", Args: argsHash(json.RawMessage(`{"a":1}`)), Round: 2, Expires: 1000}
+	tok := s.sign(st)
+	got, err := s.open(tok)
+	require.NoError(t, err)
+	assert.Equal(t, st, got)
+
+	payload, mac, _ := strings.Cut(tok, ".")
+	other := stateSigner{key: []byte(strings.Repeat("x", 32))}
+	forgedPayload := strings.Replace(payload, payload[:4], "eyJp", 1) // same prefix shape, other bytes
+	for name, bad := range map[string]string{
+		"another key":     other.sign(st),
+		"altered payload": forgedPayload + "X." + mac,
+		"altered mac":     payload + "." + strings.ToUpper(mac),
+		"no mac":          payload,
+		"empty":           "",
+		"garbage":         "!!!.???",
+		"swapped payload": strings.SplitN(s.sign(requestState{ID: "E2", Owner: "O1"}), ".", 2)[0] + "." + mac,
+	} {
+		_, err := s.open(bad)
+		assert.ErrorIs(t, err, errBadState, name)
+	}
+	assert.False(t, st.expired(time.Unix(999, 0)))
+	assert.True(t, st.expired(time.Unix(1000, 0)), "expired at its expiry")
+}
+
+func TestArgsHashIsCanonical(t *testing.T) {
+	a := argsHash(json.RawMessage(`{"message":"m","form":{"b":1,"a":[1,2]}}`))
+	b := argsHash(json.RawMessage(` { "form" : {"a":[1,2],"b":1}, "message":"m" } `))
+	assert.Equal(t, a, b, "key order and spacing do not matter")
+	assert.NotEqual(t, a, argsHash(json.RawMessage(`{"message":"n","form":{"b":1,"a":[1,2]}}`)))
+	assert.Equal(t, argsHash(nil), argsHash(json.RawMessage(`null`)))
+}
+
+func TestOutcomeErrorCodes(t *testing.T) {
+	errs := []validator.FieldError{{Field: "w", Message: "W: bad"}}
+	cases := []struct {
+		o    session.Outcome
+		code string
+	}{
+		{session.Outcome{State: session.TimedOut}, CodeTimeout},
+		{session.Outcome{State: session.Cancelled, Reason: session.Declined}, CodeDeclined},
+		{session.Outcome{State: session.Cancelled, Reason: session.MaxAttempts, Attempts: 3, Errors: errs}, CodeMaxRetries},
+		{session.Outcome{State: session.Cancelled, Reason: session.TransportError, Err: errors.New("pipe")}, CodeFailed},
+		{session.Outcome{State: session.Cancelled, Reason: session.ClientGone}, CodeCancelled},
+		{session.Outcome{State: session.Cancelled, Reason: session.UserCancelled}, CodeCancelled},
+	}
+	for _, c := range cases {
+		e := OutcomeError(c.o)
+		assert.Equal(t, c.code, e.Code, c.o.Reason.String())
+		res := e.Result()
+		assert.True(t, res.IsError)
+		var payload map[string]any
+		require.NoError(t, json.Unmarshal(res.StructuredContent.(json.RawMessage), &payload))
+		assert.Equal(t, c.code, payload["code"])
+		assert.Equal(t, []any{}, payload["missing"], "missing is always a list")
+		assert.Contains(t, payload, "reason")
+	}
+	assert.Contains(t, OutcomeError(cases[2].o).Message, "after 3 attempts")
+	assert.Contains(t, OutcomeError(cases[3].o).Message, "pipe")
+}
+
+func TestClamp(t *testing.T) {
+	assert.Equal(t, 3, clamp(0, 1, 3), "zero takes the server's")
+	assert.Equal(t, 1, clamp(-5, 1, 3))
+	assert.Equal(t, 3, clamp(99, 1, 3))
+	assert.Equal(t, time.Second, clamp(time.Millisecond, time.Second, time.Minute))
+	assert.Equal(t, time.Minute, clamp(time.Hour, time.Second, time.Minute))
+}
+
+func TestToAnswer(t *testing.T) {
+	a := toAnswer(2, nil, errors.New("elicitation result content does not match requested schema: x"))
+	assert.Equal(t, session.Accept, a.Action)
+	require.Len(t, a.Rejections, 1, "a schema mismatch is an invalid answer, not a transport failure")
+	assert.Equal(t, 2, a.Round)
+	assert.Equal(t, session.Failed, toAnswer(1, nil, errors.New("broken pipe")).Action)
+	assert.Equal(t, session.Decline, toAnswer(1, &mcp.ElicitResult{Action: "decline"}, nil).Action)
+	assert.Equal(t, session.Cancel, toAnswer(1, &mcp.ElicitResult{Action: "cancel"}, nil).Action)
+	acc := toAnswer(1, &mcp.ElicitResult{Action: "accept"}, nil)
+	assert.Equal(t, map[string]any{}, acc.Content, "accept without content is an empty answer")
+	assert.Equal(t, session.Failed, toAnswer(1, &mcp.ElicitResult{Action: "shrug"}, nil).Action)
+}
