@@ -34,7 +34,7 @@ var (
 // Elicit on a push-era session, with InputRequests on a pull-era one.
 func bareServer() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
-	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	ask := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, any, error) {
 		var content map[string]any
 		if req.ProtocolVersion() >= "2026-07-28" {
 			if req.Params.RequestState == "" {
@@ -50,6 +50,14 @@ func bareServer() *mcp.Server {
 		}
 		b, _ := json.Marshal(content)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+	}
+	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		return ask(ctx, req)
+	})
+	// ask_args takes the same arguments as ask_user (and ignores the form), so the bytes on
+	// the wire match and only the work done with them differs.
+	mcp.AddTool(s, &mcp.Tool{Name: "ask_args"}, func(ctx context.Context, req *mcp.CallToolRequest, _ tools.AskUserInput) (*mcp.CallToolResult, any, error) {
+		return ask(ctx, req)
 	})
 	return s
 }
@@ -61,7 +69,7 @@ func bareServer() *mcp.Server {
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, era := range []struct{ name, version string }{{"pull", ""}, {"push", "2025-11-25"}} {
 		for _, conc := range []int{1, 16} {
-			for _, impl := range []string{"bare", "elicitd", "engine"} {
+			for _, impl := range []string{"bare", "bare-args", "elicitd", "engine"} {
 				b.Run(fmt.Sprintf("%s/%s/c%d", era.name, impl, conc), func(b *testing.B) {
 					var server *mcp.Server
 					tool, args := "ask", map[string]any{}
@@ -69,6 +77,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 					switch impl {
 					case "bare":
 						server = bareServer()
+					case "bare-args":
+						server = bareServer()
+						tool, args = "ask_args", map[string]any{"message": "m", "form": benchForm}
 					case "elicitd":
 						srv = tools.NewServer(tools.Options{MaxLive: 1 << 20}, "bench")
 						server = srv.MCP
