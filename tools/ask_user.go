@@ -55,27 +55,16 @@ func (s *Server) addAskUser() {
 }
 
 func (s *Server) askUser(ctx context.Context, req *mcp.CallToolRequest, in AskUserInput) (*mcp.CallToolResult, any, error) {
-	var step Step
-	var terr *Error
-	if req.Params.RequestState != "" {
-		step, terr = s.el.Resume(ctx, req)
-	} else {
-		form, ferr := s.compileAsk(in)
-		if ferr != nil {
-			return ferr.Result(), nil, nil
+	return s.el.Call(ctx, req, func() (Ask, *Error) {
+		form, err := s.compileAsk(in)
+		if err != nil {
+			return Ask{}, err
 		}
-		step, terr = s.el.Start(ctx, req, Ask{
-			Tool: "ask_user", Title: form.Title(), Message: in.Message, Form: form,
-			Timeout: time.Duration(in.TimeoutSeconds) * time.Second, MaxAttempts: in.MaxAttempts,
-		})
-	}
-	switch {
-	case terr != nil:
-		return terr.Result(), nil, nil
-	case step.Pending != nil:
-		return step.Pending, nil, nil
-	}
-	return jsonResult(askUserResult(step.Outcome), false), nil, nil
+		return Ask{Tool: "ask_user", Title: form.Title(), Message: in.Message, Form: form,
+			Timeout: time.Duration(in.TimeoutSeconds) * time.Second, MaxAttempts: in.MaxAttempts}, nil
+	}, func(o session.Outcome) *mcp.CallToolResult {
+		return jsonResult(askUserResult(o), false)
+	}), nil, nil
 }
 
 func askUserResult(o session.Outcome) AskUserResult {

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -57,24 +58,10 @@ func (s *Server) AddConformanceFixtures() {
 		form := rawSchemaForm{compiled, raw}
 		mcp.AddTool(s.MCP, &mcp.Tool{Name: name, Description: "MCP conformance fixture: requests elicitation with a fixed schema"},
 			func(ctx context.Context, req *mcp.CallToolRequest, in conformanceInput) (*mcp.CallToolResult, any, error) {
-				var step Step
-				var terr *Error
-				if req.Params.RequestState != "" {
-					step, terr = s.el.Resume(ctx, req)
-				} else {
-					msg := in.Message
-					if msg == "" {
-						msg = "Please answer the conformance test form"
-					}
-					step, terr = s.el.Start(ctx, req, Ask{Tool: name, Title: name, Message: msg, Form: compiled, WireForm: form})
-				}
-				switch {
-				case terr != nil:
-					return terr.Result(), nil, nil
-				case step.Pending != nil:
-					return step.Pending, nil, nil
-				}
-				return conformanceResult(name, step.Outcome), nil, nil
+				return s.el.Call(ctx, req, func() (Ask, *Error) {
+					msg := cmp.Or(in.Message, "Please answer the conformance test form")
+					return Ask{Tool: name, Title: name, Message: msg, Form: compiled, WireForm: form}, nil
+				}, func(o session.Outcome) *mcp.CallToolResult { return conformanceResult(name, o) }), nil, nil
 			})
 	}
 }

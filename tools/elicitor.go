@@ -153,6 +153,30 @@ func supportsForm(caps *mcp.ClientCapabilities) bool {
 	return e.Form != nil || e.URL == nil // {} counts as form
 }
 
+// Call is a whole tool call's worth of elicitation: a pull-era call that carries a
+// RequestState resumes its question; any other call gets its question from ask and starts
+// it. The result is the error's, the pending input requests, or finish(outcome).
+func (x *Elicitor) Call(ctx context.Context, req *mcp.CallToolRequest, ask func() (Ask, *Error),
+	finish func(session.Outcome) *mcp.CallToolResult) *mcp.CallToolResult {
+	var step Step
+	var terr *Error
+	if req.Params.RequestState != "" {
+		step, terr = x.Resume(ctx, req)
+	} else {
+		var a Ask
+		if a, terr = ask(); terr == nil {
+			step, terr = x.Start(ctx, req, a)
+		}
+	}
+	switch {
+	case terr != nil:
+		return terr.Result()
+	case step.Pending != nil:
+		return step.Pending
+	}
+	return finish(step.Outcome)
+}
+
 // Start asks the person through the client behind req, in the era the request speaks.
 func (x *Elicitor) Start(ctx context.Context, req *mcp.CallToolRequest, ask Ask) (Step, *Error) {
 	if !supportsForm(req.ClientCapabilities()) {

@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"elicitd/session"
 	"elicitd/tools"
 	"elicitd/validator"
 )
@@ -118,21 +119,12 @@ func addEngineTool(b *testing.B, srv *tools.Server) {
 		b.Fatal(err)
 	}
 	mcp.AddTool(srv.MCP, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		var step tools.Step
-		var terr *tools.Error
-		if req.Params.RequestState != "" {
-			step, terr = srv.Elicitor().Resume(ctx, req)
-		} else {
-			step, terr = srv.Elicitor().Start(ctx, req, tools.Ask{Tool: "ask", Message: "m", Form: form})
-		}
-		switch {
-		case terr != nil:
-			return terr.Result(), nil, nil
-		case step.Pending != nil:
-			return step.Pending, nil, nil
-		}
-		b, _ := json.Marshal(step.Outcome.Data)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+		return srv.Elicitor().Call(ctx, req, func() (tools.Ask, *tools.Error) {
+			return tools.Ask{Tool: "ask", Message: "m", Form: form}, nil
+		}, func(o session.Outcome) *mcp.CallToolResult {
+			b, _ := json.Marshal(o.Data)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
+		}), nil, nil
 	})
 }
 
