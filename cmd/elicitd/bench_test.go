@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -12,55 +14,38 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"elicitd/cmd/elicitd/internal/bare"
 	"elicitd/session"
 	"elicitd/tools"
 	"elicitd/validator"
 )
 
-// The same 3-field question, as elicitd's ask_user form and as the bare server's schema.
+// The same 3-field question as the bare server's, as elicitd's ask_user form.
+var benchForm = map[string]any{"title": "Parcel", "fields": []any{
+	map[string]any{"name": "name", "type": "text", "label": "Name", "required": true},
+	map[string]any{"name": "weight", "type": "number", "label": "Weight", "required": true, "exclusive_minimum": 0},
+	map[string]any{"name": "express", "type": "boolean", "label": "Express"},
+}}
+
 var (
-	benchForm = map[string]any{"title": "Parcel", "fields": []any{
-		map[string]any{"name": "name", "type": "text", "label": "Name", "required": true},
-		map[string]any{"name": "weight", "type": "number", "label": "Weight", "required": true, "exclusive_minimum": 0},
-		map[string]any{"name": "express", "type": "boolean", "label": "Express"},
-	}}
-	benchSchema = json.RawMessage(`{"type":"object","properties":{
-		"name":{"type":"string","title":"Name"},
-		"weight":{"type":"number","title":"Weight"},
-		"express":{"type":"boolean","title":"Express"}},"required":["name","weight"]}`)
-	benchAnswer = map[string]any{"name": "Ada", "weight": 2.5, "express": true}
+	bareBinOnce sync.Once
+	bareBin     string
+	bareBinErr  error
 )
 
-// bareServer is a plain go-sdk v1.8 server whose one tool asks the same question: with
-// Elicit on a push-era session, with InputRequests on a pull-era one.
-func bareServer() *mcp.Server {
-	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
-	ask := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, any, error) {
-		var content map[string]any
-		if req.ProtocolVersion() >= "2026-07-28" {
-			if req.Params.RequestState == "" {
-				return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"q": &mcp.ElicitParams{Message: "m", RequestedSchema: benchSchema}}, RequestState: "s"}, nil, nil
-			}
-			content = req.Params.InputResponses["q"].(*mcp.ElicitResult).Content
-		} else {
-			res, err := req.Session.Elicit(ctx, &mcp.ElicitParams{Message: "m", RequestedSchema: benchSchema})
-			if err != nil {
-				return nil, nil, err
-			}
-			content = res.Content
+// bareBinary builds testdata/bareserver next to the elicitd binary, once.
+func bareBinary(b *testing.B) string {
+	bareBinOnce.Do(func() {
+		bareBin = filepath.Join(filepath.Dir(bin), "bareserver")
+		out, err := exec.Command("go", "build", "-o", bareBin, "./testdata/bareserver").CombinedOutput()
+		if err != nil {
+			bareBinErr = fmt.Errorf("building bareserver: %v\n%s", err, out)
 		}
-		b, _ := json.Marshal(content)
-		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
+	})
+	if bareBinErr != nil {
+		b.Fatal(bareBinErr)
 	}
-	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		return ask(ctx, req)
-	})
-	// ask_args takes the same arguments as ask_user (and ignores the form), so the bytes on
-	// the wire match and only the work done with them differs.
-	mcp.AddTool(s, &mcp.Tool{Name: "ask_args"}, func(ctx context.Context, req *mcp.CallToolRequest, _ tools.AskUserInput) (*mcp.CallToolResult, any, error) {
-		return ask(ctx, req)
-	})
-	return s
+	return bareBin
 }
 
 // BenchmarkRoundTrip compares a whole answered tool call through elicitd's ask_user with the
@@ -68,43 +53,83 @@ func bareServer() *mcp.Server {
 // that answers at once, in both eras, from 1 and 16 goroutines. It reports calls/s and the
 // p50 and p99 latency of a call.
 func BenchmarkRoundTrip(b *testing.B) {
-	for _, era := range []struct{ name, version string }{{"pull", ""}, {"push", "2025-11-25"}} {
-		for _, conc := range []int{1, 16} {
-			for _, impl := range []string{"bare", "bare-args", "elicitd", "engine"} {
-				b.Run(fmt.Sprintf("%s/%s/c%d", era.name, impl, conc), func(b *testing.B) {
-					var server *mcp.Server
-					tool, args := "ask", map[string]any{}
-					var srv *tools.Server
-					switch impl {
-					case "bare":
-						server = bareServer()
-					case "bare-args":
-						server = bareServer()
-						tool, args = "ask_args", map[string]any{"message": "m", "form": benchForm}
-					case "elicitd":
-						srv = tools.NewServer(tools.Options{MaxLive: 1 << 20}, "bench")
-						server = srv.MCP
-						tool, args = "ask_user", map[string]any{"message": "m", "form": benchForm}
-					case "engine":
-						srv = tools.NewServer(tools.Options{MaxLive: 1 << 20}, "bench")
-						server = srv.MCP
-						addEngineTool(b, srv)
+	for _, transport := range []string{"stdio", "mem"} {
+		for _, era := range []struct{ name, version string }{{"pull", ""}, {"push", "2025-11-25"}} {
+			for _, conc := range []int{1, 16} {
+				for _, impl := range []string{"bare", "bare-args", "elicitd", "engine"} {
+					if transport == "stdio" && impl == "engine" {
+						continue // the engine variant is an in-process tool
 					}
-					cs, ss := connectInMemory(b, server, era.version)
-					roundTrips(b, conc, func() error {
-						res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
-						if err == nil && res.IsError {
-							err = fmt.Errorf("tool error: %v", res.Content)
+					b.Run(fmt.Sprintf("%s/%s/%s/c%d", transport, era.name, impl, conc), func(b *testing.B) {
+						tool, args := "ask", map[string]any{}
+						switch impl {
+						case "bare-args":
+							tool, args = "ask_args", map[string]any{"message": "m", "form": benchForm}
+						case "elicitd":
+							tool, args = "ask_user", map[string]any{"message": "m", "form": benchForm}
 						}
-						return err
+						cs, done := benchSession(b, transport, impl, era.version)
+						roundTrips(b, conc, func() error {
+							res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+							if err == nil && res.IsError {
+								err = fmt.Errorf("tool error: %v", res.Content)
+							}
+							return err
+						})
+						_ = cs.Close()
+						done()
 					})
-					_ = cs.Close()
-					_ = ss.Wait()
-					if srv != nil {
-						_ = srv.Shutdown(context.Background())
-					}
-				})
+				}
 			}
+		}
+	}
+}
+
+// benchSession connects an answering client to the implementation under test: its binary
+// over stdio, or its server in process over in-memory transports.
+func benchSession(b *testing.B, transport, impl, version string) (*mcp.ClientSession, func()) {
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "weight": 2.5, "express": true}}, nil
+		},
+	})
+	opts := &mcp.ClientSessionOptions{ProtocolVersion: version}
+	if transport == "stdio" {
+		cmd := exec.Command(bin, "--rate", "0", "--max-live", "100000", "--log-level", "error")
+		if impl != "elicitd" {
+			cmd = exec.Command(bareBinary(b))
+		}
+		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return cs, func() {}
+	}
+	var server *mcp.Server
+	var srv *tools.Server
+	switch impl {
+	case "bare", "bare-args":
+		server = bare.Server()
+	default:
+		srv = tools.NewServer(tools.Options{MaxLive: 1 << 20}, "bench")
+		server = srv.MCP
+		if impl == "engine" {
+			addEngineTool(b, srv)
+		}
+	}
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(context.Background(), st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	cs, err := client.Connect(context.Background(), ct, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return cs, func() {
+		_ = ss.Wait()
+		if srv != nil {
+			_ = srv.Shutdown(context.Background())
 		}
 	}
 }
@@ -126,24 +151,6 @@ func addEngineTool(b *testing.B, srv *tools.Server) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 		}), nil, nil
 	})
-}
-
-func connectInMemory(b *testing.B, server *mcp.Server, version string) (*mcp.ClientSession, *mcp.ServerSession) {
-	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(context.Background(), st, nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": benchAnswer["name"], "weight": benchAnswer["weight"], "express": benchAnswer["express"]}}, nil
-		},
-	})
-	cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: version})
-	if err != nil {
-		b.Fatal(err)
-	}
-	return cs, ss
 }
 
 // roundTrips makes b.N calls from conc goroutines and reports calls/s, p50 and p99.

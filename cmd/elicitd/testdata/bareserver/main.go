@@ -1,0 +1,17 @@
+// Command bareserver serves package bare on stdio, for the round-trip benchmark.
+package main
+
+import (
+	"context"
+	"log"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"elicitd/cmd/elicitd/internal/bare"
+)
+
+func main() {
+	if err := bare.Server().Run(context.Background(), &mcp.StdioTransport{}); err != nil {
+		log.Print(err)
+	}
+}
