@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/benbjohnson/clock v1.3.5
 	github.com/google/jsonschema-go v0.4.3
+	github.com/google/uuid v1.6.0
 	github.com/modelcontextprotocol/go-sdk v1.8.0
 	github.com/stretchr/testify v1.12.1
 	go.uber.org/goleak v1.3.0

@@ -1,0 +1,330 @@
+// Package ups is a client for the UPS Shipping and Rating REST APIs: OAuth client
+// credentials with a shared, cached token, the three headers UPS wants on every call, and
+// UPS's error bodies turned into one typed error.
+package ups
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/google/uuid"
+	"golang.org/x/sync/singleflight"
+)
+
+// Base URLs. Any environment other than "production" selects the customer integration
+// environment (CIE).
+const (
+	ProductionURL = "https://onlinetools.ups.com"
+	CIEURL        = "https://wwwcie.ups.com"
+)
+
+// DefaultTimeout bounds one call (token fetch included) when Config sets none.
+const DefaultTimeout = 30 * time.Second
+
+// refreshEarly is how long before its expiry a token is replaced.
+const refreshEarly = 60 * time.Second
+
+// Config says where and as whom to call UPS.
+type Config struct {
+	ClientID       string
+	ClientSecret   string
+	Environment    string // "production" or anything else (CIE)
+	BaseURL        string // overrides Environment, for sandboxes and tests
+	AccountNumber  string // the default shipper number and bill-shipper account
+	TransactionSrc string // the transactionSrc header when a call gives none; "elicitd"
+	Timeout        time.Duration
+	HTTPClient     *http.Client
+	Clock          clock.Clock // for token expiry
+}
+
+// ConfigFromEnv reads UPS_CLIENT_ID, UPS_CLIENT_SECRET, UPS_ENVIRONMENT, UPS_ACCOUNT_NUMBER
+// and UPS_BASE_URL, accepting the older names CLIENT_ID, CLIENT_SECRET and ENVIRONMENT that
+// existing UPS MCP setups use.
+func ConfigFromEnv(getenv func(string) string) Config {
+	first := func(names ...string) string {
+		for _, n := range names {
+			if v := strings.TrimSpace(getenv(n)); v != "" {
+				return v
+			}
+		}
+		return ""
+	}
+	return Config{
+		ClientID:      first("UPS_CLIENT_ID", "CLIENT_ID"),
+		ClientSecret:  first("UPS_CLIENT_SECRET", "CLIENT_SECRET"),
+		Environment:   first("UPS_ENVIRONMENT", "ENVIRONMENT"),
+		AccountNumber: first("UPS_ACCOUNT_NUMBER"),
+		BaseURL:       first("UPS_BASE_URL"),
+	}
+}
+
+// Configured reports whether credentials are set.
+func (c Config) Configured() bool { return c.ClientID != "" && c.ClientSecret != "" }
+
+// Client calls UPS. It is safe for concurrent use; concurrent callers share one token
+// refresh.
+type Client struct {
+	cfg   Config
+	base  string
+	http  *http.Client
+	clk   clock.Clock
+	group singleflight.Group
+
+	mu      sync.Mutex
+	token   string
+	expires time.Time
+}
+
+// New returns a client for cfg.
+func New(cfg Config) *Client {
+	c := &Client{cfg: cfg, http: cfg.HTTPClient, clk: cfg.Clock}
+	switch {
+	case cfg.BaseURL != "":
+		c.base = strings.TrimRight(cfg.BaseURL, "/")
+	case strings.EqualFold(cfg.Environment, "production"):
+		c.base = ProductionURL
+	default:
+		c.base = CIEURL
+	}
+	if c.http == nil {
+		c.http = &http.Client{}
+	}
+	if c.clk == nil {
+		c.clk = clock.New()
+	}
+	if c.cfg.Timeout == 0 {
+		c.cfg.Timeout = DefaultTimeout
+	}
+	if c.cfg.TransactionSrc == "" {
+		c.cfg.TransactionSrc = "elicitd"
+	}
+	return c
+}
+
+// BaseURL returns the base URL calls go to.
+func (c *Client) BaseURL() string { return c.base }
+
+// Timeout returns the bound on one call.
+func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
+
+// CallOptions are a call's optional headers; empty means the defaults (a fresh UUID for
+// transId, the configured transactionSrc).
+type CallOptions struct {
+	TransID        string
+	TransactionSrc string
+}
+
+// ShipPath and RatePath build the endpoints' paths.
+func ShipPath(version string) string { return "/api/shipments/" + url.PathEscape(version) + "/ship" }
+
+// RatePath is the rating endpoint's path for a canonical request option.
+func RatePath(version, option string) string {
+	return "/api/rating/" + url.PathEscape(version) + "/" + url.PathEscape(option)
+}
+
+// Endpoint returns the full URL for path and query, as a call would use it.
+func (c *Client) Endpoint(path string, query url.Values) string {
+	u := c.base + path
+	if len(query) > 0 {
+		u += "?" + query.Encode()
+	}
+	return u
+}
+
+// APIError is a non-2xx answer from UPS.
+type APIError struct {
+	StatusCode int    `json:"status_code"`
+	Code       string `json:"code"`
+	Message    string `json:"message"`
+	Details    any    `json:"details,omitempty"`
+}
+
+func (e *APIError) Error() string {
+	return fmt.Sprintf("UPS API error %d (%s): %s", e.StatusCode, e.Code, e.Message)
+}
+
+// Post sends body as JSON to path with query, with a bearer token, and returns UPS's JSON
+// answer. A 401 forces one token refresh and one retry. Errors: *APIError for a non-2xx
+// answer, otherwise the transport's error (wrapped), including the context's.
+func (c *Client) Post(ctx context.Context, path string, query url.Values, body any, opts CallOptions) (json.RawMessage, error) {
+	ctx, cancel := context.WithTimeout(ctx, c.cfg.Timeout)
+	defer cancel()
+	payload, err := json.Marshal(body)
+	if err != nil {
+		return nil, fmt.Errorf("ups: encoding the request body: %w", err)
+	}
+	if opts.TransID == "" {
+		opts.TransID = uuid.NewString()
+	}
+	if opts.TransactionSrc == "" {
+		opts.TransactionSrc = c.cfg.TransactionSrc
+	}
+	stale := ""
+	for attempt := 0; ; attempt++ {
+		tok, err := c.bearer(ctx, stale)
+		if err != nil {
+			return nil, err
+		}
+		status, respBody, err := c.send(ctx, c.Endpoint(path, query), payload, tok, opts)
+		if err != nil {
+			return nil, err
+		}
+		if status == http.StatusUnauthorized && attempt == 0 {
+			stale = tok // the token was refused: fetch a new one, once
+			continue
+		}
+		if status < 200 || status > 299 {
+			return nil, apiError(status, respBody)
+		}
+		return json.RawMessage(respBody), nil
+	}
+}
+
+func (c *Client) send(ctx context.Context, endpoint string, payload []byte, tok string, opts CallOptions) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, bytes.NewReader(payload))
+	if err != nil {
+		return 0, nil, fmt.Errorf("ups: building the request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json")
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("transId", opts.TransID)
+	req.Header.Set("transactionSrc", opts.TransactionSrc)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return 0, nil, fmt.Errorf("ups: calling %s: %w", endpoint, err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 16<<20))
+	if err != nil {
+		return 0, nil, fmt.Errorf("ups: reading the answer from %s: %w", endpoint, err)
+	}
+	return resp.StatusCode, b, nil
+}
+
+// bearer returns a valid token: the cached one unless it is about to expire or is the one
+// just refused (stale). Concurrent callers share one fetch.
+func (c *Client) bearer(ctx context.Context, stale string) (string, error) {
+	c.mu.Lock()
+	tok, fresh := c.token, c.clk.Now().Before(c.expires.Add(-refreshEarly))
+	c.mu.Unlock()
+	if tok != "" && fresh && tok != stale {
+		return tok, nil
+	}
+	ch := c.group.DoChan("token", func() (any, error) {
+		// Re-check: the fetch that just finished may have answered this caller already.
+		c.mu.Lock()
+		tok, fresh := c.token, c.clk.Now().Before(c.expires.Add(-refreshEarly))
+		c.mu.Unlock()
+		if tok != "" && fresh && tok != stale {
+			return tok, nil
+		}
+		// Not tied to one caller: others wait on the same fetch.
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.cfg.Timeout)
+		defer cancel()
+		return c.fetchToken(fctx)
+	})
+	select {
+	case r := <-ch:
+		if r.Err != nil {
+			return "", r.Err
+		}
+		return r.Val.(string), nil
+	case <-ctx.Done():
+		return "", fmt.Errorf("ups: waiting for a token: %w", ctx.Err())
+	}
+}
+
+// ErrAuth is matched by a refused token request.
+var ErrAuth = errors.New("ups: authentication failed")
+
+func (c *Client) fetchToken(ctx context.Context) (string, error) {
+	endpoint := c.base + "/security/v1/oauth/token"
+	form := url.Values{"grant_type": {"client_credentials"}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+	if err != nil {
+		return "", fmt.Errorf("ups: building the token request: %w", err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Accept", "application/json")
+	req.SetBasicAuth(c.cfg.ClientID, c.cfg.ClientSecret)
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return "", fmt.Errorf("ups: requesting a token: %w", err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return "", fmt.Errorf("ups: reading the token: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%w: %w", ErrAuth, apiError(resp.StatusCode, b))
+	}
+	var t struct {
+		AccessToken string          `json:"access_token"`
+		ExpiresIn   json.RawMessage `json:"expires_in"` // UPS sends it as a string
+	}
+	if err := json.Unmarshal(b, &t); err != nil || t.AccessToken == "" {
+		return "", fmt.Errorf("%w: the token answer has no access_token", ErrAuth)
+	}
+	secs, err := strconv.ParseFloat(strings.Trim(string(t.ExpiresIn), `"`), 64)
+	if err != nil || secs <= 0 {
+		secs = 0 // unknown lifetime: use it for this call only
+	}
+	c.mu.Lock()
+	c.token, c.expires = t.AccessToken, c.clk.Now().Add(time.Duration(secs*float64(time.Second)))
+	c.mu.Unlock()
+	return t.AccessToken, nil
+}
+
+// apiError maps a UPS error body: code from code, errorCode or response.errors[0].code, else
+// the status; message from message or response.errors[0].message, else a generic line.
+func apiError(status int, body []byte) *APIError {
+	e := &APIError{StatusCode: status, Code: strconv.Itoa(status), Message: fmt.Sprintf("UPS API returned HTTP %d", status)}
+	var parsed map[string]any
+	if json.Unmarshal(body, &parsed) != nil {
+		if len(body) > 0 {
+			e.Details = string(body)
+		}
+		return e
+	}
+	e.Details = parsed
+	var first map[string]any
+	if r, ok := parsed["response"].(map[string]any); ok {
+		if errs, ok := r["errors"].([]any); ok && len(errs) > 0 {
+			first, _ = errs[0].(map[string]any)
+		}
+	}
+	if s := firstString(parsed["code"], parsed["errorCode"], first["code"]); s != "" {
+		e.Code = s
+	}
+	if s := firstString(parsed["message"], first["message"]); s != "" {
+		e.Message = s
+	}
+	return e
+}
+
+func firstString(vals ...any) string {
+	for _, v := range vals {
+		switch x := v.(type) {
+		case string:
+			if x != "" {
+				return x
+			}
+		case float64:
+			return strconv.FormatFloat(x, 'f', -1, 64)
+		}
+	}
+	return ""
+}
