@@ -1,0 +1,302 @@
+// Package shipping knows what a UPS create-shipment or rate request needs (see
+// shared/design/SHIPPING.md): it canonicalises a partial body, applies defaults, and derives
+// the rules for every field still required, including those that depend on the body's own
+// values (countries, services, forms, packages).
+package shipping
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strings"
+
+	"elicitd/tools/preflight"
+	"elicitd/validator"
+)
+
+// Kind is the request being completed.
+type Kind int
+
+const (
+	Create Kind = iota // ShipmentRequest for /api/shipments/{version}/ship
+	Rate               // RateRequest for /api/rating/{version}/{option}
+)
+
+// Prefix returns the dot path of the Shipment node.
+func (k Kind) Prefix() string {
+	if k == Rate {
+		return "RateRequest.Shipment."
+	}
+	return "ShipmentRequest.Shipment."
+}
+
+// RatingOptions are the rating request options in their canonical case.
+var RatingOptions = []string{"Rate", "Shop", "Ratetimeintransit", "Shoptimeintransit"}
+
+// ErrBadOption is matched by an unknown rating request option.
+var ErrBadOption = errors.New("shipping: unknown rating request option")
+
+// CanonicalOption returns the canonical case of a rating request option, given in any case.
+func CanonicalOption(s string) (string, error) {
+	for _, o := range RatingOptions {
+		if strings.EqualFold(strings.TrimSpace(s), o) {
+			return o, nil
+		}
+	}
+	return "", fmt.Errorf("%w %q: expected one of %s", ErrBadOption, s, strings.Join(RatingOptions, ", "))
+}
+
+func opts(pairs ...string) []validator.Option {
+	out := make([]validator.Option, 0, len(pairs)/2)
+	for i := 0; i+1 < len(pairs); i += 2 {
+		out = append(out, validator.Option{Value: pairs[i], Title: pairs[i+1]})
+	}
+	return out
+}
+
+// Option lists from SHIPPING.md.
+var (
+	ServiceCodes = opts("01", "Next Day Air", "02", "2nd Day Air", "03", "Ground", "07", "Express", "08", "Expedited",
+		"11", "UPS Standard", "12", "3 Day Select", "13", "Next Day Air Saver", "14", "Next Day Air Early",
+		"17", "Worldwide Economy DDU", "54", "Express Plus", "59", "2nd Day Air A.M.", "65", "UPS Saver",
+		"72", "Worldwide Economy DDP", "74", "UPS Express 12:00")
+	ChargeTypes    = opts("01", "Transportation", "02", "Duties and Taxes", "03", "Broker of Choice")
+	PackagingCodes = opts("02", "Customer Supplied Package", "01", "UPS Letter", "03", "Tube", "04", "PAK",
+		"21", "UPS Express Box", "24", "UPS 25KG Box", "25", "UPS 10KG Box")
+	WeightUnits = opts("LBS", "Pounds", "KGS", "Kilograms")
+	FormTypes   = opts("01", "Invoice", "03", "CO", "04", "USMCA", "05", "Partial Invoice", "06", "Packing List",
+		"07", "Customer Generated Forms", "08", "Air Freight Packing List", "09", "CN22", "10", "UPS Premium Care Form", "11", "EEI")
+	UnitCodes       = opts("PCS", "Pieces", "BOX", "Box", "DZ", "Dozen", "EA", "Each", "KG", "Kilogram", "LB", "Pound", "PR", "Pair")
+	ExportReasons   = opts("SALE", "Sale", "GIFT", "Gift", "SAMPLE", "Sample", "RETURN", "Return", "REPAIR", "Repair", "INTERCOMPANYDATA", "Intercompany data")
+	EEIFilingCodes  = opts("1", "Shipper Filed", "2", "AES Direct", "3", "UPS Filed")
+	payers          = []string{"BillShipper", "BillReceiver", "BillThirdParty"}
+	stateCountries  = []string{"US", "CA", "PR"}
+	productForms    = []string{"01", "03", "04", "05", "06", "08", "11"}
+	currencyForms   = []string{"01", "05"}
+	soldToForms     = []string{"01", "04"}
+	eu27            = []string{"AT", "BE", "BG", "HR", "CY", "CZ", "DK", "EE", "FI", "FR", "DE", "GR", "HU", "IE", "IT", "LV", "LT", "LU", "MT", "NL", "PL", "PT", "RO", "SK", "SI", "ES", "SE"}
+	usPostal        = regexp.MustCompile(`^\d{5}(-\d{4})?$`)
+	caPostal        = regexp.MustCompile(`^[A-Z]\d[A-Z] ?\d[A-Z]\d$`)
+	twoLetters      = `^[A-Z]{2}$`
+	threeLetters    = `^[A-Z]{3}$`
+	moneyPattern    = `^\d+(\.\d{1,2})?$`
+	invoiceDatePatt = `^\d{8}$`
+)
+
+// Malformed is a body that cannot be completed by asking: a node of the wrong kind, or an
+// ambiguous payer. Reason is malformed_structure or ambiguous_payer.
+type Malformed struct {
+	Reason string
+	Path   string
+	Err    error
+}
+
+func (m *Malformed) Error() string { return m.Err.Error() }
+func (m *Malformed) Unwrap() error { return m.Err }
+
+// Canonical returns a copy of body in canonical shape: Package and ShipmentCharge as lists
+// (an object becomes a one-item list, an empty list [{}], a non-object item {}), and the
+// country, state, currency, weight-unit and origin codes upper-cased. A node of the wrong
+// kind is *Malformed.
+func Canonical(body map[string]any, k Kind) (map[string]any, error) {
+	out, _ := preflight.Clone(body).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	p := k.Prefix()
+	for _, path := range []string{p + "Package", p + "PaymentInformation.ShipmentCharge"} {
+		if err := listify(out, path); err != nil {
+			return nil, err
+		}
+	}
+	if err := listify(out, p+"ShipmentServiceOptions.InternationalForms.Product"); err != nil {
+		return nil, err
+	}
+	upper := []string{"Shipper.Address.CountryCode", "ShipTo.Address.CountryCode", "ShipFrom.Address.CountryCode",
+		"Shipper.Address.StateProvinceCode", "ShipTo.Address.StateProvinceCode", "InvoiceLineTotal.CurrencyCode",
+		"ShipmentServiceOptions.InternationalForms.CurrencyCode"}
+	for _, u := range upper {
+		if err := upperAt(out, p+u); err != nil {
+			return nil, err
+		}
+	}
+	for i := range countAt(out, p+"Package") {
+		if err := upperAt(out, fmt.Sprintf("%sPackage[%d].PackageWeight.UnitOfMeasurement.Code", p, i)); err != nil {
+			return nil, err
+		}
+	}
+	for i := range countAt(out, p+"ShipmentServiceOptions.InternationalForms.Product") {
+		if err := upperAt(out, fmt.Sprintf("%sShipmentServiceOptions.InternationalForms.Product[%d].OriginCountryCode", p, i)); err != nil {
+			return nil, err
+		}
+	}
+	// Every node a rule walks through must be an object where it exists.
+	for _, r := range baseRules(k, "Shop") {
+		if _, _, err := preflight.Get(out, r.DotPath); err != nil {
+			return nil, malformed(err)
+		}
+	}
+	return out, nil
+}
+
+func malformed(err error) error {
+	var se *preflight.ShapeError
+	if errors.As(err, &se) {
+		return &Malformed{Reason: "malformed_structure", Path: se.Path, Err: err}
+	}
+	return err
+}
+
+func listify(body map[string]any, path string) error {
+	v, _, err := preflight.Get(body, path)
+	if err != nil {
+		return malformed(err)
+	}
+	var list []any
+	switch x := v.(type) {
+	case nil:
+		return nil
+	case map[string]any:
+		list = []any{x}
+	case []any:
+		list = x
+		if len(list) == 0 {
+			list = []any{map[string]any{}}
+		}
+	default:
+		return &Malformed{Reason: "malformed_structure", Path: path,
+			Err: fmt.Errorf("%s must be an object or a list of objects, not %T", path, v)}
+	}
+	for i, item := range list {
+		if _, ok := item.(map[string]any); !ok {
+			list[i] = map[string]any{}
+		}
+	}
+	parentPath, key := path[:strings.LastIndex(path, ".")], path[strings.LastIndex(path, ".")+1:]
+	parent, _, _ := preflight.Get(body, parentPath)
+	parent.(map[string]any)[key] = list
+	return nil
+}
+
+func upperAt(body map[string]any, path string) error {
+	v, _, err := preflight.Get(body, path)
+	if err != nil {
+		return malformed(err)
+	}
+	s, ok := v.(string)
+	if !ok || s == strings.ToUpper(strings.TrimSpace(s)) {
+		return nil
+	}
+	parentPath, key := path[:strings.LastIndex(path, ".")], path[strings.LastIndex(path, ".")+1:]
+	parent, _, _ := preflight.Get(body, parentPath)
+	parent.(map[string]any)[key] = strings.ToUpper(strings.TrimSpace(s))
+	return nil
+}
+
+func countAt(body map[string]any, path string) int {
+	v, _, _ := preflight.Get(body, path)
+	l, _ := v.([]any)
+	return len(l)
+}
+
+func stringAt(body map[string]any, path string) string {
+	v, _, _ := preflight.Get(body, path)
+	s, _ := v.(string)
+	return strings.TrimSpace(s)
+}
+
+// Env is what the environment supplies.
+type Env struct {
+	AccountNumber string // UPS_ACCOUNT_NUMBER
+}
+
+// WithDefaults returns body (canonical) with defaults applied: built-in < environment <
+// body. The environment's account number fills Shipper.ShipperNumber and, only when charge 0
+// has no payer object, ShipmentCharge[0].BillShipper.AccountNumber.
+func WithDefaults(body map[string]any, k Kind, env Env) (map[string]any, error) {
+	p := k.Prefix()
+	builtin := preflight.Defaults{p + "PaymentInformation.ShipmentCharge[0].Type": "01"}
+	if k == Create {
+		builtin["ShipmentRequest.Request.RequestOption"] = "nonvalidate"
+	}
+	envTier := preflight.Defaults{}
+	if env.AccountNumber != "" {
+		envTier[p+"Shipper.ShipperNumber"] = env.AccountNumber
+		hasPayer := false
+		for _, payer := range payers {
+			if v, _, _ := preflight.Get(body, p+"PaymentInformation.ShipmentCharge[0]."+payer); v != nil {
+				hasPayer = true
+			}
+		}
+		if !hasPayer {
+			envTier[p+"PaymentInformation.ShipmentCharge[0].BillShipper.AccountNumber"] = env.AccountNumber
+		}
+	}
+	out, err := preflight.WithDefaults(body, envTier, builtin)
+	if err != nil {
+		return nil, malformed(err)
+	}
+	return out, nil
+}
+
+// payer returns the payer object of charge i: the one present, BillShipper if none, or
+// *Malformed (ambiguous_payer) if two or more are present.
+func payer(body map[string]any, p string, i int) (string, error) {
+	var found []string
+	for _, name := range payers {
+		if v, _, _ := preflight.Get(body, fmt.Sprintf("%sPaymentInformation.ShipmentCharge[%d].%s", p, i, name)); v != nil {
+			found = append(found, name)
+		}
+	}
+	switch len(found) {
+	case 0:
+		return "BillShipper", nil
+	case 1:
+		return found[0], nil
+	}
+	path := fmt.Sprintf("%sPaymentInformation.ShipmentCharge[%d]", p, i)
+	return "", &Malformed{Reason: "ambiguous_payer", Path: path,
+		Err: fmt.Errorf("%s names more than one payer (%s); keep exactly one", path, strings.Join(found, ", "))}
+}
+
+// Check is the whole preflight of a request body: canonical shape, defaults, the rules that
+// apply, and which of them the body misses. The caller's body is not changed; Body is the
+// completed copy to write answers into (then Check it again). A body that cannot be
+// completed by asking is *Malformed.
+func Check(body map[string]any, k Kind, option string, env Env) (Result, error) {
+	canon, err := Canonical(body, k)
+	if err != nil {
+		return Result{}, err
+	}
+	full, err := WithDefaults(canon, k, env)
+	if err != nil {
+		return Result{}, err
+	}
+	rules, err := Required(full, k, option)
+	if err != nil {
+		return Result{}, err
+	}
+	missing, err := preflight.Missing(full, rules)
+	if err != nil {
+		return Result{}, malformed(err)
+	}
+	return Result{Body: full, Rules: rules, Missing: missing}, nil
+}
+
+// Result is what Check found.
+type Result struct {
+	Body    map[string]any   // canonical, defaults applied
+	Rules   []preflight.Rule // every rule that applies
+	Missing []preflight.Rule // the rules Body misses, in order
+}
+
+// Structural returns the missing rules no form can ask for.
+func (r Result) Structural() []preflight.Rule {
+	var out []preflight.Rule
+	for _, m := range r.Missing {
+		if m.Structural {
+			out = append(out, m)
+		}
+	}
+	return out
+}
