@@ -107,42 +107,89 @@ func kindOf(v any) string {
 // Get returns the value at path. ok is false when some step is absent (or null). A step into
 // a node of the wrong kind is a *ShapeError, with one allowance: index 0 of a string is the
 // string itself, so an AddressLine given as a string is its own first line.
+//
+// Get walks the path text in place: it is on every preflight's hot path and allocates nothing
+// unless it fails.
 func Get(body any, path string) (v any, ok bool, err error) {
-	segs, err := parsePath(path)
-	if err != nil {
-		return nil, false, err
+	if !wellFormed(path) {
+		return nil, false, &PathError{path}
 	}
 	cur := body
-	for i, s := range segs {
+	for i := 0; i < len(path); {
 		if cur == nil {
 			return nil, false, nil
 		}
-		if s.index < 0 {
-			m, isMap := cur.(map[string]any)
-			if !isMap {
-				return nil, false, &ShapeError{Path: render(segs[:i]), Want: "object", Got: kindOf(cur)}
+		if path[i] == '[' {
+			end := i + strings.IndexByte(path[i:], ']')
+			n, _ := strconv.Atoi(path[i+1 : end]) // wellFormed checked it
+			switch node := cur.(type) {
+			case []any:
+				if n >= len(node) {
+					return nil, false, nil
+				}
+				cur = node[n]
+			case string:
+				if n != 0 || end != len(path)-1 {
+					return nil, false, &ShapeError{Path: path[:i], Want: "array", Got: "string"}
+				}
+			default:
+				return nil, false, &ShapeError{Path: path[:i], Want: "array", Got: kindOf(cur)}
 			}
-			cur, ok = m[s.key]
-			if !ok {
-				return nil, false, nil
-			}
+			i = end + 1
 			continue
 		}
-		switch node := cur.(type) {
-		case []any:
-			if s.index >= len(node) {
-				return nil, false, nil
-			}
-			cur = node[s.index]
-		case string:
-			if s.index != 0 || i != len(segs)-1 {
-				return nil, false, &ShapeError{Path: render(segs[:i]), Want: "array", Got: "string"}
-			}
-		default:
-			return nil, false, &ShapeError{Path: render(segs[:i]), Want: "array", Got: kindOf(cur)}
+		if path[i] == '.' {
+			i++
 		}
+		j := i
+		for j < len(path) && path[j] != '.' && path[j] != '[' {
+			j++
+		}
+		m, isMap := cur.(map[string]any)
+		if !isMap {
+			return nil, false, &ShapeError{Path: strings.TrimSuffix(path[:i], "."), Want: "object", Got: kindOf(cur)}
+		}
+		if cur, ok = m[path[i:j]]; !ok {
+			return nil, false, nil
+		}
+		i = j
 	}
 	return cur, cur != nil, nil
+}
+
+// wellFormed reports whether path is keys separated by dots, each followed by any number of
+// [index] steps, without allocating.
+func wellFormed(path string) bool {
+	if path == "" {
+		return false
+	}
+	for i := 0; i < len(path); {
+		j := i
+		for j < len(path) && path[j] != '.' && path[j] != '[' && path[j] != ']' {
+			j++
+		}
+		if j == i {
+			return false // an empty key
+		}
+		i = j
+		for i < len(path) && path[i] == '[' {
+			k := i + 1
+			for k < len(path) && path[k] >= '0' && path[k] <= '9' {
+				k++
+			}
+			if k == i+1 || k >= len(path) || path[k] != ']' {
+				return false
+			}
+			i = k + 1
+		}
+		if i < len(path) {
+			if path[i] != '.' || i == len(path)-1 {
+				return false
+			}
+			i++
+		}
+	}
+	return true
 }
 
 // IsMissing reports whether v counts as not given.

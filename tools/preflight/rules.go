@@ -72,14 +72,19 @@ func WithDefaults(body map[string]any, tiers ...Defaults) (map[string]any, error
 	if out == nil {
 		out = map[string]any{}
 	}
+	return out, ApplyDefaults(out, tiers...)
+}
+
+// ApplyDefaults is WithDefaults on body itself, for a body that is already a private copy.
+func ApplyDefaults(out map[string]any, tiers ...Defaults) error {
 	for _, tier := range tiers {
 		for path, v := range tier {
 			if _, err := Set(out, path, Clone(v)); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
-	return out, nil
+	return nil
 }
 
 // Form builds the flat form for the missing elicitable rules: one required field per rule,

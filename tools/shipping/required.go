@@ -24,6 +24,20 @@ func choice(path, key, prompt string, options []validator.Option, def any) prefl
 
 func maxLen(r preflight.Rule, n int) preflight.Rule { r.MaxLength = n; return r }
 
+// baseByKind caches baseRules: [kind][shop] (shop: a Shop rating option, no service code).
+var baseByKind = [2][2][]preflight.Rule{
+	{baseRules(Create, ""), baseRules(Create, "")},
+	{baseRules(Rate, "Rate"), baseRules(Rate, "Shop")},
+}
+
+func cachedBase(k Kind, option string) []preflight.Rule {
+	shop := 0
+	if option == "Shop" || option == "Shoptimeintransit" {
+		shop = 1
+	}
+	return baseByKind[k][shop]
+}
+
 // baseRules are required in every request of kind k (the payer's account aside).
 func baseRules(k Kind, option string) []preflight.Rule {
 	p := k.Prefix()
@@ -55,7 +69,7 @@ func baseRules(k Kind, option string) []preflight.Rule {
 // can make the shipment international and require more.
 func Required(body map[string]any, k Kind, option string) ([]preflight.Rule, error) {
 	p := k.Prefix()
-	rules := baseRules(k, option)
+	rules := append(make([]preflight.Rule, 0, 64), cachedBase(k, option)...)
 
 	who, err := payer(body, p, 0)
 	if err != nil {
@@ -205,8 +219,9 @@ func formRules(body map[string]any, p string, ret bool) []preflight.Rule {
 	if has(productForms) {
 		items := min(max(countAt(body, fp+".Product"), 1), preflight.MaxItems)
 		for i := range items {
-			rules = append(rules, productRules()[0].Item(i), productRules()[1].Item(i), productRules()[2].Item(i),
-				productRules()[3].Item(i), productRules()[4].Item(i))
+			for _, r := range productRules {
+				rules = append(rules, r.Item(i))
+			}
 		}
 	}
 	if has(currencyForms) {
@@ -242,7 +257,7 @@ func mustGet(body map[string]any, path string) any {
 }
 
 // productRules are the per-item rules of International Forms products (index n).
-func productRules() []preflight.Rule {
+var productRules = func() []preflight.Rule {
 	pp := Create.Prefix() + "ShipmentServiceOptions.InternationalForms.Product[n]." // forms are create-only
 	unit := choice(pp+"Unit.UnitOfMeasurement.Code", "product_n_unit_code", "Item {n}: unit", UnitCodes, "PCS")
 	unit.Case = validator.UpperCase
@@ -253,4 +268,4 @@ func productRules() []preflight.Rule {
 		unit,
 		code(pp+"OriginCountryCode", "product_n_origin_country", "Item {n}: country of origin", twoLetters),
 	}
-}
+}()

@@ -130,12 +130,6 @@ func Canonical(body map[string]any, k Kind) (map[string]any, error) {
 			return nil, err
 		}
 	}
-	// Every node a rule walks through must be an object where it exists.
-	for _, r := range baseRules(k, "Shop") {
-		if _, _, err := preflight.Get(out, r.DotPath); err != nil {
-			return nil, malformed(err)
-		}
-	}
 	return out, nil
 }
 
@@ -214,6 +208,18 @@ type Env struct {
 // body. The environment's account number fills Shipper.ShipperNumber and, only when charge 0
 // has no payer object, ShipmentCharge[0].BillShipper.AccountNumber.
 func WithDefaults(body map[string]any, k Kind, env Env) (map[string]any, error) {
+	out, _ := preflight.Clone(body).(map[string]any)
+	if out == nil {
+		out = map[string]any{}
+	}
+	if err := applyDefaults(out, k, env); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// applyDefaults fills defaults into body itself, a private copy.
+func applyDefaults(body map[string]any, k Kind, env Env) error {
 	p := k.Prefix()
 	builtin := preflight.Defaults{p + "PaymentInformation.ShipmentCharge[0].Type": "01"}
 	if k == Create {
@@ -232,11 +238,10 @@ func WithDefaults(body map[string]any, k Kind, env Env) (map[string]any, error) 
 			envTier[p+"PaymentInformation.ShipmentCharge[0].BillShipper.AccountNumber"] = env.AccountNumber
 		}
 	}
-	out, err := preflight.WithDefaults(body, envTier, builtin)
-	if err != nil {
-		return nil, malformed(err)
+	if err := preflight.ApplyDefaults(body, envTier, builtin); err != nil {
+		return malformed(err)
 	}
-	return out, nil
+	return nil
 }
 
 // payer returns the payer object of charge i: the one present, BillShipper if none, or
@@ -268,10 +273,10 @@ func Check(body map[string]any, k Kind, option string, env Env) (Result, error) 
 	if err != nil {
 		return Result{}, err
 	}
-	full, err := WithDefaults(canon, k, env)
-	if err != nil {
+	if err := applyDefaults(canon, k, env); err != nil { // canon is already a private copy
 		return Result{}, err
 	}
+	full := canon
 	rules, err := Required(full, k, option)
 	if err != nil {
 		return Result{}, err
