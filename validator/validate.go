@@ -26,6 +26,17 @@ import (
 // number, int64 for integer, bool, and []string for multi_select. Messages never quote what
 // the person typed.
 func (c *Compiled) Validate(content map[string]any) (data map[string]any, errs []FieldError) {
+	data, errs = c.ValidatePartial(content)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	return data, nil
+}
+
+// ValidatePartial is Validate that also returns, beside the errors, the normalised values
+// of the fields that passed, so a caller can keep the answers that were right and ask again
+// only for the rest. An answer over the size limit keeps nothing.
+func (c *Compiled) ValidatePartial(content map[string]any) (data map[string]any, errs []FieldError) {
 	if !withinSize(content, c.maxBytes) {
 		return nil, []FieldError{{Field: "", Label: "Answer", Constraint: "size",
 			Message: fmt.Sprintf("Answer: is too large (the limit is %d bytes)", c.maxBytes)}}
@@ -57,11 +68,13 @@ func (c *Compiled) Validate(content map[string]any) (data map[string]any, errs [
 	}
 	if c.checks {
 		errs = c.runChecks(data, errs, failed)
+		for i, f := range failed {
+			if f {
+				delete(data, c.fields[i].Name) // a value that failed its custom check is not kept
+			}
+		}
 	}
-	if len(errs) > 0 {
-		return nil, errs
-	}
-	return data, nil
+	return data, errs
 }
 
 // runChecks runs the custom checks of the fields that passed and have a value, and merges

@@ -346,3 +346,19 @@ func TestCompiledFormsAreSafeForConcurrentUse(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+func TestValidatePartialKeepsWhatPassed(t *testing.T) {
+	c := compile(t,
+		v.Field{Name: "a", Type: v.Number, Required: true},
+		v.Field{Name: "b", Type: v.Text, Required: true, Case: v.UpperCase},
+		v.Field{Name: "c", Type: v.Text, Check: func(any, map[string]any) error { return errors.New("must be other") }},
+		v.Field{Name: "d", Type: v.Boolean, Default: true},
+	)
+	data, errs := c.ValidatePartial(map[string]any{"a": "x", "b": " ok ", "c": "y"})
+	require.Len(t, errs, 2)
+	assert.Equal(t, []string{"a", "c"}, []string{errs[0].Field, errs[1].Field})
+	assert.Equal(t, map[string]any{"b": "OK", "d": true}, data, "normalised values of the fields that passed")
+	full, errs := c.Validate(map[string]any{"a": "x", "b": " ok "})
+	assert.Nil(t, full, "Validate keeps nothing when anything failed")
+	assert.Len(t, errs, 1)
+}

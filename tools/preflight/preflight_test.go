@@ -249,3 +249,24 @@ func FuzzFindMissing(f *testing.F) {
 		}
 	})
 }
+
+func TestNumbersTypedAsText(t *testing.T) {
+	rules := []preflight.Rule{
+		{DotPath: "W", FlatKey: "weight", Prompt: "Package weight", Positive: true},
+		{DotPath: "Q", FlatKey: "qty", Prompt: "Quantity", Positive: true, Whole: true},
+	}
+	form, err := preflight.Form("t", rules, map[string]any{})
+	require.NoError(t, err)
+	assert.Contains(t, string(form.WireSchema()), `"weight":{"type":"string"`, "text on the wire, so a typo reaches the server")
+	_, errs := form.Validate(map[string]any{"weight": "abc", "qty": "1.5"})
+	require.Len(t, errs, 2)
+	assert.Equal(t, "Package weight: must be a positive, finite number", errs[0].Message)
+	assert.Equal(t, "Quantity: must be a positive whole number", errs[1].Message)
+	for _, bad := range []string{"0", "-1", "NaN", "Inf", "0x10", "1e999"} {
+		_, errs := form.Validate(map[string]any{"weight": bad, "qty": "2"})
+		assert.Len(t, errs, 1, bad)
+	}
+	data, errs := form.Validate(map[string]any{"weight": " 5 ", "qty": 3.0})
+	require.Empty(t, errs)
+	assert.Equal(t, map[string]any{"weight": "5", "qty": "3"}, data, "the numbers stay text, as UPS wants them")
+}

@@ -3,6 +3,7 @@ package preflight
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -22,7 +23,8 @@ type Rule struct {
 	Default   any
 	MaxLength int
 	Pattern   string
-	Positive  bool // numbers: greater than zero, finite
+	Positive  bool // greater than zero and finite; on a text rule the number stays text (UPS sends "5")
+	Whole     bool // with Positive on a text rule: a whole number
 	Case      validator.Case
 	// Check, if set, checks an answer against the other answers and the body (a postal code
 	// against the country, say). It returns what the answer "must be", or nil.
@@ -106,11 +108,25 @@ func Form(title string, missing []Rule, body map[string]any) (*validator.Compile
 		if r.MaxLength > 0 {
 			fd.MaxLength = validator.Ptr(r.MaxLength)
 		}
-		if r.Positive {
+		var checks []func(any, map[string]any) error
+		switch {
+		case r.Positive && fd.Type == validator.Text:
+			checks = append(checks, positiveText(r.Whole))
+		case r.Positive:
 			fd.ExclusiveMinimum = validator.Ptr(0.0)
 		}
 		if check := r.Check; check != nil {
-			fd.Check = func(v any, answers map[string]any) error { return check(v, answers, body) }
+			checks = append(checks, func(v any, answers map[string]any) error { return check(v, answers, body) })
+		}
+		if len(checks) > 0 {
+			fd.Check = func(v any, answers map[string]any) error {
+				for _, c := range checks {
+					if err := c(v, answers); err != nil {
+						return err
+					}
+				}
+				return nil
+			}
 		}
 		f.Fields = append(f.Fields, fd)
 	}
@@ -118,6 +134,21 @@ func Form(title string, missing []Rule, body map[string]any) (*validator.Compile
 		return nil, errors.New("preflight: nothing to ask")
 	}
 	return validator.Compile(f)
+}
+
+// positiveText checks a number typed as text: "5", " 2.5 ". It stays text.
+func positiveText(whole bool) func(any, map[string]any) error {
+	return func(v any, _ map[string]any) error {
+		s, _ := v.(string)
+		x, err := strconv.ParseFloat(s, 64)
+		switch {
+		case whole && (err != nil || x <= 0 || x != math.Trunc(x) || strings.ContainsAny(s, "eExXpP_")):
+			return errors.New("must be a positive whole number")
+		case err != nil || math.IsNaN(x) || math.IsInf(x, 0) || x <= 0 || strings.ContainsAny(s, "xXpP_"):
+			return errors.New("must be a positive, finite number")
+		}
+		return nil
+	}
 }
 
 // WriteBack writes each answer to its rule's path in body (never over a present value) and

@@ -86,7 +86,7 @@ func Required(body map[string]any, k Kind, option string) ([]preflight.Rule, err
 		pp := fmt.Sprintf("%sPackage[%d].", p, i)
 		n := fmt.Sprint(i + 1)
 		weight := preflight.Rule{DotPath: pp + "PackageWeight.Weight", FlatKey: "package_" + n + "_weight", Prompt: prefix + "Package weight",
-			Type: validator.Number, Positive: true}
+			Positive: true} // text on the wire and in the body, as UPS has it
 		unit := choice(pp+"PackageWeight.UnitOfMeasurement.Code", "package_"+n+"_weight_unit", prefix+"Weight unit", WeightUnits, "LBS")
 		unit.Case = validator.UpperCase
 		rules = append(rules,
@@ -263,8 +263,8 @@ var productRules = func() []preflight.Rule {
 	unit.Case = validator.UpperCase
 	return []preflight.Rule{
 		maxLen(text(pp+"Description", "product_n_description", "Item {n}: description"), 35),
-		{DotPath: pp + "Unit.Number", FlatKey: "product_n_quantity", Prompt: "Item {n}: quantity", Type: validator.Integer, Positive: true},
-		{DotPath: pp + "Unit.Value", FlatKey: "product_n_value", Prompt: "Item {n}: unit value", Type: validator.Number, Positive: true},
+		{DotPath: pp + "Unit.Number", FlatKey: "product_n_quantity", Prompt: "Item {n}: quantity", Positive: true, Whole: true},
+		{DotPath: pp + "Unit.Value", FlatKey: "product_n_value", Prompt: "Item {n}: unit value", Positive: true},
 		unit,
 		code(pp+"OriginCountryCode", "product_n_origin_country", "Item {n}: country of origin", twoLetters),
 	}
