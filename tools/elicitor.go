@@ -59,6 +59,8 @@ type Ask struct {
 	MaxAttempts int           // 0: the server's; clamped to [1, the server's]
 	Missing     []Missing     // what is asked, for the error a client without elicitation gets
 	WireForm    session.Form  // sends another wire schema for Form (a fixture's exact schema); optional
+	// Answered, when set, means nothing needs asking: Call finishes at once with this data.
+	Answered map[string]any
 }
 
 // Step is where an elicitation stands when a tool call must return: either Pending, a
@@ -164,7 +166,12 @@ func (x *Elicitor) Call(ctx context.Context, req *mcp.CallToolRequest, ask func(
 		step, terr = x.Resume(ctx, req)
 	} else {
 		var a Ask
-		if a, terr = ask(); terr == nil {
+		a, terr = ask()
+		switch {
+		case terr != nil:
+		case a.Answered != nil:
+			return finish(session.Outcome{State: session.Completed, Data: a.Answered})
+		default:
 			step, terr = x.Start(ctx, req, a)
 		}
 	}

@@ -15,6 +15,7 @@ import (
 
 	"elicitd/registry"
 	"elicitd/session"
+	"elicitd/tools/ups"
 )
 
 // Options configure a Server. Zero values take the defaults noted.
@@ -30,6 +31,7 @@ type Options struct {
 	StateKey       []byte        // the pull-era RequestState HMAC key; random when empty
 	Logger         *slog.Logger  // elicitd's own log; discards when nil
 	SDKLogger      *slog.Logger  // the MCP SDK's log; Logger when nil
+	UPS            ups.Config    // the shipping tools' UPS settings; without credentials only dry_run works
 }
 
 // Server is elicitd: an MCP server with the elicitation tools, over one registry.
@@ -39,6 +41,7 @@ type Server struct {
 	el       *Elicitor
 	opts     Options
 	inflight sync.WaitGroup // tool calls being handled
+	ups      *ups.Client    // nil without credentials
 }
 
 // NewServer builds the MCP server and its tools.
@@ -78,8 +81,12 @@ func NewServer(opts Options, version string) *Server {
 			return next(ctx, method, req)
 		}
 	})
+	if opts.UPS.Configured() {
+		s.ups = ups.New(opts.UPS)
+	}
 	s.addAskUser()
 	s.addManagement()
+	s.addShipping()
 	s.MCP.AddResource(&mcp.Resource{URI: statsURI, Name: "stats", Title: "elicitd statistics", MIMEType: "application/json",
 		Description: "Live elicitations by state, totals by outcome and reason, and time-to-answer percentiles."}, s.readStats)
 	return s

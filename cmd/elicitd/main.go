@@ -23,6 +23,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"elicitd/tools"
+	"elicitd/tools/ups"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".
@@ -50,6 +51,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	opts := cfg.options()
+	opts.UPS = ups.ConfigFromEnv(getenv)
 	opts.Logger = logger
 	// The SDK narrates every connection at info level; keep it to warnings unless debugging.
 	opts.SDKLogger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: max(cfg.logLevel, slog.LevelWarn)}))

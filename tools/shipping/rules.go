@@ -305,3 +305,20 @@ func (r Result) Structural() []preflight.Rule {
 	}
 	return out
 }
+
+// RenamePackaging renames Packaging to PackagingType in every package of a rate body, as
+// the Rating API wants, just before the call.
+func RenamePackaging(body map[string]any) {
+	pkgs, _, _ := preflight.Get(body, Rate.Prefix()+"Package")
+	list, _ := pkgs.([]any)
+	for _, p := range list {
+		if m, ok := p.(map[string]any); ok {
+			if v, has := m["Packaging"]; has {
+				if _, taken := m["PackagingType"]; !taken {
+					m["PackagingType"] = v
+				}
+				delete(m, "Packaging")
+			}
+		}
+	}
+}

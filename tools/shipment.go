@@ -1,0 +1,272 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/url"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"elicitd/session"
+	"elicitd/tools/preflight"
+	"elicitd/tools/shipping"
+	"elicitd/tools/ups"
+	"elicitd/validator"
+)
+
+// Error codes of the shipping tools.
+const (
+	CodeMalformed          = "MALFORMED_REQUEST"
+	CodeStructural         = "STRUCTURAL_FIELDS_REQUIRED"
+	CodeInvalidResponse    = "ELICITATION_INVALID_RESPONSE"
+	CodeUPSNotConfigured   = "UPS_NOT_CONFIGURED"
+	CodeUPSAPIError        = "UPS_API_ERROR"
+	defaultShipmentVersion = "v2409"
+)
+
+// CreateShipmentInput is create_shipment's input.
+type CreateShipmentInput struct {
+	RequestBody                 map[string]any `json:"request_body" jsonschema:"the UPS ShipmentRequest body, complete or partial"`
+	Version                     string         `json:"version,omitempty" jsonschema:"UPS API version, default v2409"`
+	AdditionalAddressValidation string         `json:"additional_address_validation,omitempty" jsonschema:"UPS additionaladdressvalidation query value, e.g. city"`
+	DryRun                      bool           `json:"dry_run,omitempty" jsonschema:"complete the body and return it with its endpoint instead of calling UPS"`
+	TransID                     string         `json:"trans_id,omitempty" jsonschema:"transId header; a fresh UUID by default"`
+	TransactionSrc              string         `json:"transaction_src,omitempty" jsonschema:"transactionSrc header; elicitd by default"`
+}
+
+// RateShipmentInput is rate_shipment's input.
+type RateShipmentInput struct {
+	RequestOption  string         `json:"request_option" jsonschema:"Rate, Shop, Ratetimeintransit or Shoptimeintransit (any case)"`
+	RequestBody    map[string]any `json:"request_body" jsonschema:"the UPS RateRequest body, complete or partial"`
+	Version        string         `json:"version,omitempty" jsonschema:"UPS API version, default v2409"`
+	AdditionalInfo string         `json:"additional_info,omitempty" jsonschema:"UPS additionalinfo query value, e.g. timeintransit"`
+	DryRun         bool           `json:"dry_run,omitempty" jsonschema:"complete the body and return it with its endpoint instead of calling UPS"`
+	TransID        string         `json:"trans_id,omitempty" jsonschema:"transId header; a fresh UUID by default"`
+	TransactionSrc string         `json:"transaction_src,omitempty" jsonschema:"transactionSrc header; elicitd by default"`
+}
+
+// shipJob is one create or rate call being completed.
+type shipJob struct {
+	kind    shipping.Kind
+	option  string
+	body    map[string]any
+	path    string
+	query   url.Values
+	dryRun  bool
+	callOpt ups.CallOptions
+}
+
+func (j shipJob) noun() string {
+	if j.kind == shipping.Rate {
+		return "rate request"
+	}
+	return "shipment creation"
+}
+
+func (s *Server) addShipping() {
+	mcp.AddTool(s.MCP, &mcp.Tool{Name: "create_shipment", Title: "Create a UPS shipment",
+		Description: "Create a UPS shipment from a complete or partial ShipmentRequest body. Missing required fields are asked from the person in one form; fields a form cannot carry are listed for you to add. With dry_run the completed body is returned instead of calling UPS."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in CreateShipmentInput) (*mcp.CallToolResult, any, error) {
+			q := url.Values{}
+			if in.AdditionalAddressValidation != "" {
+				q.Set("additionaladdressvalidation", in.AdditionalAddressValidation)
+			}
+			job := shipJob{kind: shipping.Create, body: in.RequestBody, path: ups.ShipPath(orDefault(in.Version)), query: q,
+				dryRun: in.DryRun, callOpt: ups.CallOptions{TransID: in.TransID, TransactionSrc: in.TransactionSrc}}
+			return s.ship(ctx, req, job), nil, nil
+		})
+	mcp.AddTool(s.MCP, &mcp.Tool{Name: "rate_shipment", Title: "Rate a UPS shipment",
+		Description: "Rate (or shop rates for) a UPS shipment from a complete or partial RateRequest body, asking the person for missing required fields. request_option is Rate, Shop, Ratetimeintransit or Shoptimeintransit."},
+		func(ctx context.Context, req *mcp.CallToolRequest, in RateShipmentInput) (*mcp.CallToolResult, any, error) {
+			option, err := shipping.CanonicalOption(in.RequestOption)
+			if err != nil {
+				return Errorf(CodeMalformed, "invalid_request_option", "request_option %q is not one of Rate, Shop, Ratetimeintransit, Shoptimeintransit", in.RequestOption).Result(), nil, nil
+			}
+			q := url.Values{}
+			if in.AdditionalInfo != "" {
+				q.Set("additionalinfo", in.AdditionalInfo)
+			}
+			job := shipJob{kind: shipping.Rate, option: option, body: in.RequestBody, path: ups.RatePath(orDefault(in.Version), option), query: q,
+				dryRun: in.DryRun, callOpt: ups.CallOptions{TransID: in.TransID, TransactionSrc: in.TransactionSrc}}
+			return s.ship(ctx, req, job), nil, nil
+		})
+}
+
+func orDefault(version string) string {
+	if strings.TrimSpace(version) == "" {
+		return defaultShipmentVersion
+	}
+	return strings.TrimSpace(version)
+}
+
+func missingOf(rules []preflight.Rule) []Missing {
+	out := make([]Missing, len(rules))
+	for i, r := range rules {
+		out[i] = Missing{DotPath: r.DotPath, FlatKey: r.FlatKey, Prompt: r.Prompt}
+	}
+	return out
+}
+
+func malformedError(err error) *Error {
+	var m *shipping.Malformed
+	if errors.As(err, &m) {
+		e := Errorf(CodeMalformed, m.Reason, "%s", m.Error())
+		e.Details = map[string]any{"path": m.Path}
+		return e
+	}
+	return Errorf(CodeMalformed, "malformed_structure", "%s", err.Error())
+}
+
+func structuralError(rules []preflight.Rule) *Error {
+	e := Errorf(CodeStructural, "structural", "add these to request_body and call again; a form cannot ask for them")
+	e.Missing = missingOf(rules)
+	return e
+}
+
+// ship runs the loop of SHIPPING.md: malformed -> structural -> unsupported client -> one
+// form -> re-prompts keeping valid answers -> follow-ups for newly required fields -> UPS.
+func (s *Server) ship(ctx context.Context, req *mcp.CallToolRequest, job shipJob) *mcp.CallToolResult {
+	return s.el.Call(ctx, req, func() (Ask, *Error) {
+		if !job.dryRun && s.ups == nil {
+			return Ask{}, Errorf(CodeUPSNotConfigured, "no_credentials",
+				"UPS credentials are not set (UPS_CLIENT_ID and UPS_CLIENT_SECRET); use dry_run to complete the body without calling UPS")
+		}
+		if job.body == nil {
+			job.body = map[string]any{}
+		}
+		res, err := shipping.Check(job.body, job.kind, job.option, shipping.Env{AccountNumber: s.opts.UPS.AccountNumber})
+		if err != nil {
+			return Ask{}, malformedError(err)
+		}
+		if st := res.Structural(); len(st) > 0 {
+			return Ask{}, structuralError(st)
+		}
+		if len(res.Missing) == 0 {
+			return Ask{Answered: map[string]any{"body": res.Body}}, nil // complete: nothing to ask
+		}
+		loop := &shipLoop{job: job, body: res.Body, base: fmt.Sprintf("Missing %d required field(s) for %s.", len(res.Missing), job.noun()), env: s.opts.UPS.AccountNumber}
+		form, err := loop.form(res)
+		if err != nil {
+			return Ask{}, Errorf(CodeFailed, "form", "%s", err.Error())
+		}
+		return Ask{Tool: toolName(job), Title: "UPS " + job.noun(), Message: loop.base, Form: form.compiled, WireForm: form,
+			Continue: loop.next, Missing: missingOf(res.Missing)}, nil
+	}, func(o session.Outcome) *mcp.CallToolResult {
+		return s.finishShipment(ctx, job, o)
+	})
+}
+
+func toolName(j shipJob) string {
+	if j.kind == shipping.Rate {
+		return "rate_shipment"
+	}
+	return "create_shipment"
+}
+
+// shipLoop is the state of one shipping elicitation, owned by its actor once started: the
+// body being completed and the rules the current form asks.
+type shipLoop struct {
+	job     shipJob
+	base    string
+	env     string
+	body    map[string]any
+	current []preflight.Rule
+}
+
+// collectForm lets every answer through to the continuation with its problems, so that
+// valid answers are kept and only the rest is asked again.
+type collectForm struct{ compiled *validator.Compiled }
+
+func (f collectForm) WireSchema() json.RawMessage { return f.compiled.WireSchema() }
+
+func (f collectForm) Validate(content map[string]any) (map[string]any, []validator.FieldError) {
+	data, errs := f.compiled.ValidatePartial(content)
+	if len(errs) == 1 && errs[0].Constraint == "size" {
+		return nil, errs // nothing was read: the engine asks the same form again
+	}
+	return map[string]any{"answers": data, "errors": errs}, nil
+}
+
+func (l *shipLoop) form(res shipping.Result) (collectForm, error) {
+	l.body, l.current = res.Body, res.Missing
+	c, err := preflight.Form("UPS "+l.job.noun(), res.Missing, res.Body)
+	return collectForm{c}, err
+}
+
+// next writes the valid answers back, checks the body again, and asks for what is invalid
+// or newly required, or finishes.
+func (l *shipLoop) next(data map[string]any) session.Next {
+	answers, _ := data["answers"].(map[string]any)
+	errs, _ := data["errors"].([]validator.FieldError)
+	if _, err := preflight.WriteBack(l.body, l.current, answers); err != nil {
+		return session.Next{Data: map[string]any{"error": malformedError(err)}}
+	}
+	res, err := shipping.Check(l.body, l.job.kind, l.job.option, shipping.Env{AccountNumber: l.env})
+	if err != nil {
+		return session.Next{Data: map[string]any{"error": malformedError(err)}}
+	}
+	if st := res.Structural(); len(st) > 0 {
+		return session.Next{Data: map[string]any{"error": structuralError(st)}}
+	}
+	if len(res.Missing) == 0 {
+		return session.Next{Data: map[string]any{"body": res.Body}}
+	}
+	var msg strings.Builder
+	if len(errs) > 0 {
+		msg.WriteString("Please correct the following:\n")
+		for _, fe := range errs {
+			fmt.Fprintf(&msg, "- %s: %s\n", fe.Label, strings.TrimPrefix(fe.Message, fe.Label+": "))
+		}
+	} else {
+		msg.WriteString("Still missing after elicitation:\n")
+		for _, r := range res.Missing {
+			fmt.Fprintf(&msg, "- %s\n", r.Prompt)
+		}
+	}
+	msg.WriteString("\n" + l.base)
+	form, err := l.form(res)
+	if err != nil {
+		return session.Next{Data: map[string]any{"error": Errorf(CodeFailed, "form", "%s", err.Error())}}
+	}
+	return session.Next{Data: map[string]any{"body": res.Body, "errors": errs}, FollowUp: &session.Step{Message: msg.String(), Form: form}}
+}
+
+// finishShipment turns the outcome into the tool's result: an error, the dry-run body, or
+// UPS's answer.
+func (s *Server) finishShipment(ctx context.Context, job shipJob, o session.Outcome) *mcp.CallToolResult {
+	if o.State != session.Completed {
+		e := OutcomeError(o)
+		if errs, ok := o.Data["errors"].([]validator.FieldError); ok && len(errs) > 0 {
+			e.Errors = errs
+		}
+		return e.Result()
+	}
+	if e, ok := o.Data["error"].(*Error); ok {
+		return e.Result()
+	}
+	body, _ := o.Data["body"].(map[string]any)
+	if job.kind == shipping.Rate {
+		shipping.RenamePackaging(body)
+	}
+	endpoint := ups.New(s.opts.UPS).Endpoint(job.path, job.query)
+	if s.ups != nil {
+		endpoint = s.ups.Endpoint(job.path, job.query)
+	}
+	if job.dryRun {
+		return jsonResult(map[string]any{"endpoint": endpoint, "request_body": body}, false)
+	}
+	out, err := s.ups.Post(ctx, job.path, job.query, body, job.callOpt)
+	if err != nil {
+		var apiErr *ups.APIError
+		if errors.As(err, &apiErr) {
+			e := Errorf(CodeUPSAPIError, "ups_error", "%s", apiErr.Message)
+			e.Details = apiErr
+			return e.Result()
+		}
+		return Errorf(CodeUPSAPIError, "unreachable", "UPS could not be reached: %s", err.Error()).Result()
+	}
+	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}
+}
