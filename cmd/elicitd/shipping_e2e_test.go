@@ -196,3 +196,47 @@ func TestRealCreateAndRateAgainstAFakeUPS(t *testing.T) {
 	assert.Contains(t, sent, `"PackagingType":{"Code":"02"}`, "renamed for rating")
 	assert.NotContains(t, sent, `"Packaging":`)
 }
+
+func TestAnsweredCountryAsksAFollowUp(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			rec := &recorded{}
+			// The recipient's country is missing; answering CA makes state and postal code required.
+			body := strings.Replace(partialDomestic, `"City":"Boston","StateProvinceCode":"MA","PostalCode":"02101","CountryCode":"US"`, `"City":"Ottawa"`, 1)
+			body = strings.Replace(body, `"Service":{"Code":"03"}`, `"Service":{"Code":"11"},"Description":"Books"`, 1)
+			body = strings.Replace(body, `"Shipper":{"Name":"ACME"`, `"Shipper":{"Name":"ACME","AttentionName":"Ann","Phone":{"Number":"555"}`, 1)
+			body = strings.Replace(body, `"ShipTo":{`, `"ShipTo":{"AttentionName":"Bob","Phone":{"Number":"1"},`, 1)
+			h := start(t, clientSetup{version: era.version, elicit: rec.handler(t,
+				map[string]any{"shipper_city": "Atlanta", "ship_to_name": "Bob", "package_1_weight": "5", "ship_to_country_code": "ca"},
+				map[string]any{"ship_to_state": "on", "ship_to_postal_code": "k1a 0b1", "invoice_currency_code": "cad", "invoice_monetary_value": "10.50"})})
+			out, isErr := h.call(t, timeout(t), "rate_shipment", map[string]any{"request_option": "Rate",
+				"request_body": jsonBody(t, strings.ReplaceAll(body, "ShipmentRequest", "RateRequest")), "dry_run": true})
+			require.False(t, isErr, "%v", out)
+			require.Len(t, rec.messages, 2)
+			assert.True(t, strings.HasPrefix(rec.messages[1], "Still missing after elicitation:"), rec.messages[1])
+			assert.ElementsMatch(t, []string{"ship_to_state", "ship_to_postal_code", "invoice_currency_code", "invoice_monetary_value"}, rec.keys[1])
+			shipTo := out["request_body"].(map[string]any)["RateRequest"].(map[string]any)["Shipment"].(map[string]any)["ShipTo"].(map[string]any)
+			addr := shipTo["Address"].(map[string]any)
+			assert.Equal(t, "CA", addr["CountryCode"])
+			assert.Equal(t, "K1A 0B1", addr["PostalCode"])
+			assert.Equal(t, "ON", addr["StateProvinceCode"])
+			assert.Equal(t, "https://wwwcie.ups.com/api/rating/v2409/Rate", out["endpoint"])
+		})
+	}
+}
+
+func TestInvoiceWithoutProductsAsksForThem(t *testing.T) {
+	rec := &recorded{}
+	body := strings.Replace(partialDomestic, `"City":"Boston","StateProvinceCode":"MA","PostalCode":"02101","CountryCode":"US"`, `"City":"London","CountryCode":"GB"`, 1)
+	body = strings.Replace(body, `"Service":{"Code":"03"}`, `"Service":{"Code":"65"},"Description":"Books","ShipmentServiceOptions":{"InternationalForms":{"FormType":"01"}}`, 1)
+	h := start(t, clientSetup{version: "2025-11-25", elicit: rec.handler(t)})
+	out, isErr := h.call(t, timeout(t), "create_shipment", map[string]any{"request_body": jsonBody(t, body), "dry_run": true})
+	require.True(t, isErr)
+	assert.Equal(t, "ELICITATION_CANCELLED", out["code"], "the test's person cancels")
+	require.Len(t, rec.keys, 1)
+	for _, want := range []string{"product_1_description", "product_1_quantity", "product_1_value", "product_1_unit_code", "product_1_origin_country",
+		"sold_to_name", "sold_to_country_code", "intl_forms_currency_code", "intl_forms_reason_for_export", "intl_forms_invoice_number",
+		"intl_forms_invoice_date", "shipper_attention_name", "ship_to_phone"} {
+		assert.Contains(t, rec.keys[0], want)
+	}
+}
