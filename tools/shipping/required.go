@@ -138,13 +138,7 @@ func Required(body map[string]any, k Kind, option string) ([]preflight.Rule, err
 		rules = append(rules, formRules(body, p, ret)...)
 	}
 	if countAt(body, p+"PaymentInformation.ShipmentCharge") > 1 && stringAt(body, p+"PaymentInformation.ShipmentCharge[1].Type") == "02" {
-		hasPayer := false
-		for _, name := range payers {
-			if v, _, _ := preflight.Get(body, p+"PaymentInformation.ShipmentCharge[1]."+name); v != nil {
-				hasPayer = true
-			}
-		}
-		if !hasPayer {
+		if len(payersAt(body, p, 1)) == 0 {
 			rules = append(rules, preflight.Rule{DotPath: p + "PaymentInformation.ShipmentCharge[1].BillReceiver", FlatKey: "duties_payer_required",
 				Prompt: "Add a payer (BillShipper, BillReceiver or BillThirdParty with its AccountNumber) to the duties charge ShipmentCharge[1]", Structural: true})
 		}

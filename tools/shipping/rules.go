@@ -166,10 +166,15 @@ func listify(body map[string]any, path string) error {
 			list[i] = map[string]any{}
 		}
 	}
-	parentPath, key := path[:strings.LastIndex(path, ".")], path[strings.LastIndex(path, ".")+1:]
-	parent, _, _ := preflight.Get(body, parentPath)
-	parent.(map[string]any)[key] = list
+	replaceAt(body, path, list)
 	return nil
+}
+
+// replaceAt replaces the value at path, whose parent object exists (its value was just read).
+func replaceAt(body map[string]any, path string, v any) {
+	dot := strings.LastIndexByte(path, '.')
+	parent, _, _ := preflight.Get(body, path[:dot])
+	parent.(map[string]any)[path[dot+1:]] = v
 }
 
 func upperAt(body map[string]any, path string) error {
@@ -181,9 +186,7 @@ func upperAt(body map[string]any, path string) error {
 	if !ok || s == strings.ToUpper(strings.TrimSpace(s)) {
 		return nil
 	}
-	parentPath, key := path[:strings.LastIndex(path, ".")], path[strings.LastIndex(path, ".")+1:]
-	parent, _, _ := preflight.Get(body, parentPath)
-	parent.(map[string]any)[key] = strings.ToUpper(strings.TrimSpace(s))
+	replaceAt(body, path, strings.ToUpper(strings.TrimSpace(s)))
 	return nil
 }
 
@@ -204,21 +207,9 @@ type Env struct {
 	AccountNumber string // UPS_ACCOUNT_NUMBER
 }
 
-// WithDefaults returns body (canonical) with defaults applied: built-in < environment <
-// body. The environment's account number fills Shipper.ShipperNumber and, only when charge 0
-// has no payer object, ShipmentCharge[0].BillShipper.AccountNumber.
-func WithDefaults(body map[string]any, k Kind, env Env) (map[string]any, error) {
-	out, _ := preflight.Clone(body).(map[string]any)
-	if out == nil {
-		out = map[string]any{}
-	}
-	if err := applyDefaults(out, k, env); err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// applyDefaults fills defaults into body itself, a private copy.
+// applyDefaults fills defaults into body (canonical, a private copy): built-in < environment
+// < body. The environment's account number fills Shipper.ShipperNumber and, only when charge
+// 0 has no payer object, ShipmentCharge[0].BillShipper.AccountNumber.
 func applyDefaults(body map[string]any, k Kind, env Env) error {
 	p := k.Prefix()
 	builtin := preflight.Defaults{p + "PaymentInformation.ShipmentCharge[0].Type": "01"}
@@ -228,13 +219,7 @@ func applyDefaults(body map[string]any, k Kind, env Env) error {
 	envTier := preflight.Defaults{}
 	if env.AccountNumber != "" {
 		envTier[p+"Shipper.ShipperNumber"] = env.AccountNumber
-		hasPayer := false
-		for _, payer := range payers {
-			if v, _, _ := preflight.Get(body, p+"PaymentInformation.ShipmentCharge[0]."+payer); v != nil {
-				hasPayer = true
-			}
-		}
-		if !hasPayer {
+		if len(payersAt(body, p, 0)) == 0 {
 			envTier[p+"PaymentInformation.ShipmentCharge[0].BillShipper.AccountNumber"] = env.AccountNumber
 		}
 	}
@@ -247,12 +232,7 @@ func applyDefaults(body map[string]any, k Kind, env Env) error {
 // payer returns the payer object of charge i: the one present, BillShipper if none, or
 // *Malformed (ambiguous_payer) if two or more are present.
 func payer(body map[string]any, p string, i int) (string, error) {
-	var found []string
-	for _, name := range payers {
-		if v, _, _ := preflight.Get(body, fmt.Sprintf("%sPaymentInformation.ShipmentCharge[%d].%s", p, i, name)); v != nil {
-			found = append(found, name)
-		}
-	}
+	found := payersAt(body, p, i)
 	switch len(found) {
 	case 0:
 		return "BillShipper", nil
@@ -321,4 +301,15 @@ func RenamePackaging(body map[string]any) {
 			}
 		}
 	}
+}
+
+// payersAt returns the payer objects present on charge i, in the order of payers.
+func payersAt(body map[string]any, p string, i int) []string {
+	var found []string
+	for _, name := range payers {
+		if v, _, _ := preflight.Get(body, fmt.Sprintf("%sPaymentInformation.ShipmentCharge[%d].%s", p, i, name)); v != nil {
+			found = append(found, name)
+		}
+	}
+	return found
 }
