@@ -14,12 +14,6 @@ import (
 	"strings"
 )
 
-// segment is one step of a path: an object key, or an index into a list.
-type segment struct {
-	key   string
-	index int // -1 for a key step
-}
-
 // ShapeError says a body has the wrong kind of value at a path: a string where an object
 // belongs, say. It is a malformed request, never a missing field.
 type ShapeError struct {
@@ -45,48 +39,6 @@ type PathError struct{ Path string }
 
 func (e *PathError) Error() string { return fmt.Sprintf("preflight: malformed path %q", e.Path) }
 
-func parsePath(path string) ([]segment, error) {
-	if path == "" {
-		return nil, &PathError{path}
-	}
-	var segs []segment
-	for part := range strings.SplitSeq(path, ".") {
-		name, rest, _ := strings.Cut(part, "[")
-		if name == "" {
-			return nil, &PathError{path}
-		}
-		segs = append(segs, segment{key: name, index: -1})
-		for rest != "" {
-			num, after, ok := strings.Cut(rest, "]")
-			i, err := strconv.Atoi(num)
-			if !ok || err != nil || i < 0 {
-				return nil, &PathError{path}
-			}
-			segs = append(segs, segment{index: i})
-			rest = strings.TrimPrefix(after, "[")
-			if after != "" && !strings.HasPrefix(after, "[") {
-				return nil, &PathError{path}
-			}
-		}
-	}
-	return segs, nil
-}
-
-func render(segs []segment) string {
-	var b strings.Builder
-	for i, s := range segs {
-		if s.index >= 0 {
-			fmt.Fprintf(&b, "[%d]", s.index)
-			continue
-		}
-		if i > 0 {
-			b.WriteByte('.')
-		}
-		b.WriteString(s.key)
-	}
-	return b.String()
-}
-
 func kindOf(v any) string {
 	switch v.(type) {
 	case nil:
@@ -108,8 +60,8 @@ func kindOf(v any) string {
 // a node of the wrong kind is a *ShapeError, with one allowance: index 0 of a string is the
 // string itself, so an AddressLine given as a string is its own first line.
 //
-// Get walks the path text in place: it is on every preflight's hot path and allocates nothing
-// unless it fails.
+// Get and Set walk the path text in place (nextStep): Get is on every preflight's hot path
+// and allocates nothing unless it fails.
 func Get(body any, path string) (v any, ok bool, err error) {
 	if !wellFormed(path) {
 		return nil, false, &PathError{path}
@@ -119,42 +71,52 @@ func Get(body any, path string) (v any, ok bool, err error) {
 		if cur == nil {
 			return nil, false, nil
 		}
-		if path[i] == '[' {
-			end := i + strings.IndexByte(path[i:], ']')
-			n, _ := strconv.Atoi(path[i+1 : end]) // wellFormed checked it
+		key, index, next := nextStep(path, i)
+		if key != "" {
+			m, isMap := cur.(map[string]any)
+			if !isMap {
+				return nil, false, &ShapeError{Path: strings.TrimSuffix(path[:i], "."), Want: "object", Got: kindOf(cur)}
+			}
+			if cur, ok = m[key]; !ok {
+				return nil, false, nil
+			}
+		} else {
 			switch node := cur.(type) {
 			case []any:
-				if n >= len(node) {
+				if index >= len(node) {
 					return nil, false, nil
 				}
-				cur = node[n]
+				cur = node[index]
 			case string:
-				if n != 0 || end != len(path)-1 {
+				if index != 0 || next != len(path) {
 					return nil, false, &ShapeError{Path: path[:i], Want: "array", Got: "string"}
 				}
 			default:
 				return nil, false, &ShapeError{Path: path[:i], Want: "array", Got: kindOf(cur)}
 			}
-			i = end + 1
-			continue
 		}
-		if path[i] == '.' {
-			i++
-		}
-		j := i
-		for j < len(path) && path[j] != '.' && path[j] != '[' {
-			j++
-		}
-		m, isMap := cur.(map[string]any)
-		if !isMap {
-			return nil, false, &ShapeError{Path: strings.TrimSuffix(path[:i], "."), Want: "object", Got: kindOf(cur)}
-		}
-		if cur, ok = m[path[i:j]]; !ok {
-			return nil, false, nil
-		}
-		i = j
+		i = next
 	}
 	return cur, cur != nil, nil
+}
+
+// nextStep reads the step of a well-formed path that starts at i: an object key (a dot
+// before it skipped), or a list index (key ""). next is where the following step starts.
+// path[:i] is the path of the node the step is taken from.
+func nextStep(path string, i int) (key string, index, next int) {
+	if path[i] == '[' {
+		end := i + strings.IndexByte(path[i:], ']')
+		n, _ := strconv.Atoi(path[i+1 : end]) // wellFormed checked the digits
+		return "", n, end + 1
+	}
+	if path[i] == '.' {
+		i++
+	}
+	j := i
+	for j < len(path) && path[j] != '.' && path[j] != '[' {
+		j++
+	}
+	return path[i:j], -1, j
 }
 
 // wellFormed reports whether path is keys separated by dots, each followed by any number of
@@ -211,63 +173,59 @@ func IsMissing(v any) bool {
 // replacing a value that is present (it reports whether it wrote). body must be an object.
 // A step through a node of the wrong kind is a *ShapeError.
 func Set(body map[string]any, path string, value any) (bool, error) {
-	segs, err := parsePath(path)
-	if err != nil {
-		return false, err
+	if !wellFormed(path) {
+		return false, &PathError{path}
 	}
 	var cur any = body
-	// set assigns into the container that holds the current node.
-	var set func(any)
-	for i, s := range segs {
-		last := i == len(segs)-1
-		if s.index < 0 {
+	var set func(any) // assigns into the container that holds cur; the first step is a key
+	for i := 0; i < len(path); {
+		key, index, next := nextStep(path, i)
+		last := next == len(path)
+		if key != "" {
 			m, isMap := cur.(map[string]any)
 			if !isMap {
 				if !IsMissing(cur) {
-					return false, &ShapeError{Path: render(segs[:i]), Want: "object", Got: kindOf(cur)}
+					return false, &ShapeError{Path: strings.TrimSuffix(path[:i], "."), Want: "object", Got: kindOf(cur)}
 				}
 				m = map[string]any{}
 				set(m)
 			}
 			if last {
-				if !IsMissing(m[s.key]) {
+				if !IsMissing(m[key]) {
 					return false, nil
 				}
-				m[s.key] = value
+				m[key] = value
 				return true, nil
 			}
-			key := s.key
 			cur, set = m[key], func(v any) { m[key] = v }
+			i = next
 			continue
 		}
 		if str, isStr := cur.(string); isStr && !IsMissing(str) {
-			if last && s.index == 0 {
+			if last && index == 0 {
 				return false, nil // a string is its own first line: present
 			}
-			return false, &ShapeError{Path: render(segs[:i]), Want: "array", Got: "string"}
+			return false, &ShapeError{Path: path[:i], Want: "array", Got: "string"}
 		}
 		list, isList := cur.([]any)
-		if !isList {
-			if !IsMissing(cur) {
-				return false, &ShapeError{Path: render(segs[:i]), Want: "array", Got: kindOf(cur)}
-			}
-			list = nil
+		if !isList && !IsMissing(cur) {
+			return false, &ShapeError{Path: path[:i], Want: "array", Got: kindOf(cur)}
 		}
-		for len(list) <= s.index {
+		for len(list) <= index {
 			list = append(list, nil)
 		}
 		set(list)
 		if last {
-			if !IsMissing(list[s.index]) {
+			if !IsMissing(list[index]) {
 				return false, nil
 			}
-			list[s.index] = value
+			list[index] = value
 			return true, nil
 		}
-		idx, l := s.index, list
-		cur, set = list[idx], func(v any) { l[idx] = v }
+		cur, set = list[index], func(v any) { list[index] = v }
+		i = next
 	}
-	return false, nil // unreachable: the loop returns at the last segment
+	return false, nil // unreachable: a well-formed path ends with a step that returns
 }
 
 // Clone deep-copies a JSON value, so a body can be completed without touching the caller's.
