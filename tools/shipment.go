@@ -251,11 +251,9 @@ func (s *Server) finishShipment(ctx context.Context, job shipJob, o session.Outc
 	if job.kind == shipping.Rate {
 		shipping.RenamePackaging(body)
 	}
-	endpoint := ups.New(s.opts.UPS).Endpoint(job.path, job.query)
-	if s.ups != nil {
-		endpoint = s.ups.Endpoint(job.path, job.query)
-	}
 	if job.dryRun {
+		// The endpoint as configured, whether or not credentials are set.
+		endpoint := ups.New(s.opts.UPS).Endpoint(job.path, job.query)
 		return jsonResult(map[string]any{"endpoint": endpoint, "request_body": body}, false)
 	}
 	out, err := s.ups.Post(ctx, job.path, job.query, body, job.callOpt)
