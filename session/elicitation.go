@@ -275,6 +275,9 @@ func (e *Elicitation) answer(a Answer, now time.Time) error {
 	case Failed:
 		e.outcome.Err = a.Err
 		e.end(Cancelled, TransportError, now)
+	case Unusable:
+		e.outcome.Err = a.Err
+		e.end(Cancelled, InvalidResponse, now)
 	case Accept:
 		e.accept(a, now)
 	default:

@@ -197,6 +197,7 @@ func TestPersonEndsIt(t *testing.T) {
 		{session.Answer{Round: 1, Action: session.Decline}, session.Declined, nil},
 		{session.Answer{Round: 1, Action: session.Cancel}, session.UserCancelled, nil},
 		{session.Answer{Round: 1, Action: session.Failed, Err: boom}, session.TransportError, boom},
+		{session.Answer{Round: 1, Action: session.Unusable, Err: boom}, session.InvalidResponse, boom},
 	}
 	for _, c := range cases {
 		t.Run(c.reason.String(), func(t *testing.T) {

@@ -42,11 +42,14 @@ const (
 	Decline        // explicitly declined to answer
 	Cancel         // dismissed the prompt without choosing (MCP "cancel")
 	Failed         // the prompt or its answer was lost in transport: Err says how
+	// Unusable: the client replied, but not with an answer (an unknown action, say): Err
+	// says what was wrong. The person is not asked again: the client is at fault.
+	Unusable
 )
 
-var actionNames = [...]string{"invalid", "accept", "decline", "cancel", "failed"}
+var actionNames = [...]string{"invalid", "accept", "decline", "cancel", "failed", "unusable"}
 
-// String returns the MCP name of the action: accept, decline, cancel; or failed.
+// String returns the MCP name of the action: accept, decline, cancel; or failed, unusable.
 func (a Action) String() string {
 	if int(a) < len(actionNames) {
 		return actionNames[a]
@@ -63,7 +66,7 @@ type Answer struct {
 	// form's check: the transport already found these problems (for example the MCP SDK's
 	// own schema check). It earns a re-prompt like any invalid answer.
 	Rejections []validator.FieldError
-	Err        error // for Failed
+	Err        error // for Failed and Unusable
 }
 
 // Outcome is how an elicitation ended. It is fixed once, before Done is closed.
@@ -76,7 +79,7 @@ type Outcome struct {
 	Data     map[string]any
 	Attempts int                    // prompts emitted
 	Errors   []validator.FieldError // the last invalid answer's problems, if the last answer was invalid
-	Err      error                  // the transport error, when Reason is TransportError
+	Err      error                  // what went wrong, when Reason is TransportError or InvalidResponse
 	Created  time.Time
 	Ended    time.Time
 }

@@ -61,6 +61,7 @@ const (
 	TransportError           // delivering a prompt or receiving its answer failed
 	Shutdown                 // the server is shutting down
 	Operator                 // an operator or a tool cancelled it explicitly
+	InvalidResponse          // the client replied with something that is not an answer
 )
 
 var reasonNames = [...]string{
@@ -73,6 +74,7 @@ var reasonNames = [...]string{
 	TransportError:    "transport_error",
 	Shutdown:          "shutdown",
 	Operator:          "operator",
+	InvalidResponse:   "invalid_response",
 }
 
 // String returns the reason's wire name, such as "client_gone"; None is "".
@@ -84,4 +86,4 @@ func (r Reason) String() string {
 }
 
 // NumReasons is the number of reasons (None included), for arrays indexed by Reason.
-const NumReasons = int(Operator) + 1
+const NumReasons = int(InvalidResponse) + 1

@@ -358,7 +358,7 @@ func toAnswer(round int, res *mcp.ElicitResult, err error) session.Answer {
 	case res.Action == "cancel":
 		a.Action = session.Cancel
 	default:
-		a.Action, a.Err = session.Failed, fmt.Errorf("unknown elicitation action %q", res.Action)
+		a.Action, a.Err = session.Unusable, fmt.Errorf("the client answered with action %q; expected accept, decline or cancel", res.Action)
 	}
 	return a
 }
@@ -433,11 +433,14 @@ func (x *Elicitor) Resume(ctx context.Context, req *mcp.CallToolRequest) (Step, 
 	if !ok {
 		return Step{}, stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round))
 	}
-	res, ok := resp.(*mcp.ElicitResult)
-	if !ok {
-		return Step{}, stateError("missing_response", "inputResponses[%q] is not an elicitation result", inputKey(st.Round))
+	var a session.Answer
+	if res, ok := resp.(*mcp.ElicitResult); ok {
+		a = toAnswer(st.Round, res, nil)
+	} else {
+		a = session.Answer{Round: st.Round, Action: session.Unusable,
+			Err: fmt.Errorf("inputResponses[%q] is a %T, not an elicitation result", inputKey(st.Round), resp)}
 	}
-	if err := e.Answer(toAnswer(st.Round, res, nil)); err != nil {
+	if err := e.Answer(a); err != nil {
 		if errors.Is(err, session.ErrStaleRound) {
 			return Step{}, stateError("stale_round", "that question round is no longer current")
 		}

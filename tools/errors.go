@@ -24,6 +24,7 @@ const (
 	CodeTimeout             = "ELICITATION_TIMEOUT"
 	CodeMaxRetries          = "ELICITATION_MAX_RETRIES"
 	CodeFailed              = "ELICITATION_FAILED"
+	CodeInvalidResponse     = "ELICITATION_INVALID_RESPONSE"
 	CodeInvalidForm         = "INVALID_FORM"
 	CodeInvalidRequestState = "INVALID_REQUEST_STATE"
 	CodeRateLimited         = "RATE_LIMITED"
@@ -89,6 +90,11 @@ func OutcomeError(o session.Outcome) *Error {
 		e.Code, e.Message = CodeMaxRetries, fmt.Sprintf("no valid answer after %d attempts", o.Attempts)
 	case o.Reason == session.TransportError:
 		e.Code, e.Message = CodeFailed, "the question could not be delivered or answered"
+		if o.Err != nil {
+			e.Message += ": " + o.Err.Error()
+		}
+	case o.Reason == session.InvalidResponse:
+		e.Code, e.Message = CodeInvalidResponse, "the client's reply was not an answer to the question"
 		if o.Err != nil {
 			e.Message += ": " + o.Err.Error()
 		}

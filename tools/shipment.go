@@ -21,7 +21,6 @@ import (
 const (
 	CodeMalformed          = "MALFORMED_REQUEST"
 	CodeStructural         = "STRUCTURAL_FIELDS_REQUIRED"
-	CodeInvalidResponse    = "ELICITATION_INVALID_RESPONSE"
 	CodeUPSNotConfigured   = "UPS_NOT_CONFIGURED"
 	CodeUPSAPIError        = "UPS_API_ERROR"
 	defaultShipmentVersion = "v2409"

@@ -64,6 +64,7 @@ func TestOutcomeErrorCodes(t *testing.T) {
 		{session.Outcome{State: session.Cancelled, Reason: session.TransportError, Err: errors.New("pipe")}, CodeFailed},
 		{session.Outcome{State: session.Cancelled, Reason: session.ClientGone}, CodeCancelled},
 		{session.Outcome{State: session.Cancelled, Reason: session.UserCancelled}, CodeCancelled},
+		{session.Outcome{State: session.Cancelled, Reason: session.InvalidResponse, Err: errors.New(`action "ok"`)}, CodeInvalidResponse},
 	}
 	for _, c := range cases {
 		e := OutcomeError(c.o)
@@ -78,6 +79,8 @@ func TestOutcomeErrorCodes(t *testing.T) {
 	}
 	assert.Contains(t, OutcomeError(cases[2].o).Message, "after 3 attempts")
 	assert.Contains(t, OutcomeError(cases[3].o).Message, "pipe")
+	assert.Contains(t, OutcomeError(cases[6].o).Message, `action "ok"`)
+	assert.Equal(t, "invalid_response", OutcomeError(cases[6].o).Reason)
 }
 
 func TestClamp(t *testing.T) {
@@ -98,5 +101,7 @@ func TestToAnswer(t *testing.T) {
 	assert.Equal(t, session.Cancel, toAnswer(1, &mcp.ElicitResult{Action: "cancel"}, nil).Action)
 	acc := toAnswer(1, &mcp.ElicitResult{Action: "accept"}, nil)
 	assert.Equal(t, map[string]any{}, acc.Content, "accept without content is an empty answer")
-	assert.Equal(t, session.Failed, toAnswer(1, &mcp.ElicitResult{Action: "shrug"}, nil).Action)
+	shrug := toAnswer(1, &mcp.ElicitResult{Action: "shrug"}, nil)
+	assert.Equal(t, session.Unusable, shrug.Action, "an unknown action is the client's fault, not the transport's")
+	assert.ErrorContains(t, shrug.Err, `"shrug"`)
 }

@@ -426,6 +426,26 @@ func TestRequestStateIsChecked(t *testing.T) {
 	assert.Equal(t, "finished", reason(retry(h.cs, second.RequestState, good, args)))
 }
 
+func TestPullResponseOfTheWrongKindEndsTheQuestion(t *testing.T) {
+	h := start(t, clientSetup{noMRTR: true, elicit: accept(map[string]any{"name": "A"})})
+	ctx := timeout(t)
+	args := map[string]any{"message": "m", "form": nameForm}
+	first, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: args})
+	require.NoError(t, err)
+	require.True(t, first.NeedsInput())
+	// A sampling result where the elicitation's answer belongs (sampling is deprecated, which
+	// is why a confused client might still send one).
+	//lint:ignore SA1019 the deprecated kind is the point of the test
+	wrong := mcp.InputResponseMap{"elicit-1": &mcp.CreateMessageResult{Role: "assistant", Content: &mcp.TextContent{Text: "hi"}}}
+	res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: args, RequestState: first.RequestState, InputResponses: wrong})
+	require.NoError(t, err)
+	out := structured(t, res)
+	assert.Equal(t, "cancelled", out["status"])
+	assert.Equal(t, "invalid_response", out["reason"])
+	again, _ := h.call(t, ctx, "list_elicitations", map[string]any{})
+	assert.Empty(t, again["elicitations"])
+}
+
 func TestKeepaliveProgress(t *testing.T) {
 	progressed := make(chan string, 16)
 	h := start(t, clientSetup{version: "2025-11-25", args: []string{"--keepalive", "100ms"},

@@ -108,37 +108,43 @@ func TestCreateShipmentTypoEarnsAReprompt(t *testing.T) {
 }
 
 func TestCountryAnswerMakesItInternational(t *testing.T) {
-	rec := &recorded{}
-	body := strings.Replace(partialDomestic, `"City":"Boston","StateProvinceCode":"MA","PostalCode":"02101","CountryCode":"US"`, `"City":"London"`, 1)
-	h := start(t, clientSetup{version: "2025-11-25", elicit: rec.handler(t,
-		map[string]any{"shipper_city": "Atlanta", "ship_to_name": "Bob", "package_1_weight": "5", "ship_to_country_code": "gb"})})
-	out, isErr := h.call(t, timeout(t), "create_shipment", map[string]any{"request_body": jsonBody(t, body), "dry_run": true})
-	require.True(t, isErr, "%v", out)
-	assert.Equal(t, "STRUCTURAL_FIELDS_REQUIRED", out["code"], "now international, the forms must be added by the agent")
-	assert.Equal(t, "intl_forms_required", out["missing"].([]any)[0].(map[string]any)["flat_key"])
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			rec := &recorded{}
+			body := strings.Replace(partialDomestic, `"City":"Boston","StateProvinceCode":"MA","PostalCode":"02101","CountryCode":"US"`, `"City":"London"`, 1)
+			h := start(t, clientSetup{version: era.version, elicit: rec.handler(t,
+				map[string]any{"shipper_city": "Atlanta", "ship_to_name": "Bob", "package_1_weight": "5", "ship_to_country_code": "gb"})})
+			out, isErr := h.call(t, timeout(t), "create_shipment", map[string]any{"request_body": jsonBody(t, body), "dry_run": true})
+			require.True(t, isErr, "%v", out)
+			assert.Equal(t, "STRUCTURAL_FIELDS_REQUIRED", out["code"], "now international, the forms must be added by the agent")
+			assert.Equal(t, "intl_forms_required", out["missing"].([]any)[0].(map[string]any)["flat_key"])
+		})
+	}
 }
 
 func TestShippingRefusalsBeforeAnyQuestion(t *testing.T) {
-	rec := &recorded{}
-	h := start(t, clientSetup{version: "2025-11-25", elicit: rec.handler(t)})
-	ctx := timeout(t)
-	out, _ := h.call(t, ctx, "rate_shipment", map[string]any{"request_option": "cheapest", "request_body": map[string]any{}})
-	assert.Equal(t, "MALFORMED_REQUEST", out["code"])
-	assert.Equal(t, "invalid_request_option", out["reason"])
-	out, _ = h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t, `{"ShipmentRequest":{"Shipment":{"Shipper":"ACME"}}}`), "dry_run": true})
-	assert.Equal(t, "MALFORMED_REQUEST", out["code"])
-	assert.Equal(t, "malformed_structure", out["reason"])
-	out, _ = h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t,
-		`{"ShipmentRequest":{"Shipment":{"PaymentInformation":{"ShipmentCharge":{"BillShipper":{},"BillThirdParty":{}}}}}}`), "dry_run": true})
-	assert.Equal(t, "ambiguous_payer", out["reason"])
-	intl := strings.Replace(partialDomestic, `"CountryCode":"US"}},
-	"Service"`, `"CountryCode":"GB"}},
-	"Service"`, 1)
-	out, _ = h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t, intl), "dry_run": true})
-	assert.Equal(t, "STRUCTURAL_FIELDS_REQUIRED", out["code"])
-	out, _ = h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t, partialDomestic)})
-	assert.Equal(t, "UPS_NOT_CONFIGURED", out["code"])
-	assert.Empty(t, rec.messages, "no question was asked")
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			rec := &recorded{}
+			h := start(t, clientSetup{version: era.version, elicit: rec.handler(t)})
+			ctx := timeout(t)
+			out, _ := h.call(t, ctx, "rate_shipment", map[string]any{"request_option": "cheapest", "request_body": map[string]any{}})
+			assert.Equal(t, "MALFORMED_REQUEST", out["code"])
+			assert.Equal(t, "invalid_request_option", out["reason"])
+			out, _ = h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t, `{"ShipmentRequest":{"Shipment":{"Shipper":"ACME"}}}`), "dry_run": true})
+			assert.Equal(t, "MALFORMED_REQUEST", out["code"])
+			assert.Equal(t, "malformed_structure", out["reason"])
+			out, _ = h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t,
+				`{"ShipmentRequest":{"Shipment":{"PaymentInformation":{"ShipmentCharge":{"BillShipper":{},"BillThirdParty":{}}}}}}`), "dry_run": true})
+			assert.Equal(t, "ambiguous_payer", out["reason"])
+			intl := strings.Replace(partialDomestic, `"PostalCode":"02101","CountryCode":"US"`, `"PostalCode":"02101","CountryCode":"GB"`, 1)
+			out, _ = h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t, intl), "dry_run": true})
+			assert.Equal(t, "STRUCTURAL_FIELDS_REQUIRED", out["code"])
+			out, _ = h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t, partialDomestic)})
+			assert.Equal(t, "UPS_NOT_CONFIGURED", out["code"])
+			assert.Empty(t, rec.messages, "no question was asked")
+		})
+	}
 }
 
 // A UPS that speaks the documented contract, for the real calls.
@@ -162,26 +168,30 @@ func fakeUPS(t *testing.T) (*httptest.Server, *sync.Map) {
 }
 
 func TestRealCreateAndRateAgainstAFakeUPS(t *testing.T) {
-	srv, seen := fakeUPS(t)
-	env := []string{"UPS_BASE_URL=" + srv.URL, "UPS_CLIENT_ID=id", "UPS_CLIENT_SECRET=secret"}
-	rec := &recorded{}
-	h := start(t, clientSetup{version: "2025-11-25", env: env, elicit: rec.handler(t,
-		map[string]any{"shipper_city": "Atlanta", "ship_to_name": "Bob", "package_1_weight": "5"})})
-	ctx := timeout(t)
-	out, isErr := h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t, partialDomestic)})
-	require.False(t, isErr, "%v", out)
-	assert.Equal(t, map[string]any{"result": "/api/shipments/v2409/ship"}, out)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			srv, seen := fakeUPS(t)
+			env := []string{"UPS_BASE_URL=" + srv.URL, "UPS_CLIENT_ID=id", "UPS_CLIENT_SECRET=secret"}
+			rec := &recorded{}
+			h := start(t, clientSetup{version: era.version, env: env, elicit: rec.handler(t,
+				map[string]any{"shipper_city": "Atlanta", "ship_to_name": "Bob", "package_1_weight": "5"})})
+			ctx := timeout(t)
+			out, isErr := h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t, partialDomestic)})
+			require.False(t, isErr, "%v", out)
+			assert.Equal(t, map[string]any{"result": "/api/shipments/v2409/ship"}, out)
 
-	rate := strings.ReplaceAll(strings.Replace(partialDomestic, `"Address":{"AddressLine":"1 Main St"`, `"Address":{"City":"Atlanta","AddressLine":"1 Main St"`, 1), "ShipmentRequest", "RateRequest")
-	rate = strings.Replace(rate, `"ShipTo":{`, `"ShipTo":{"Name":"Bob",`, 1)
-	rate = strings.Replace(rate, `"UnitOfMeasurement":{"Code":"LBS"}}`, `"UnitOfMeasurement":{"Code":"LBS"},"Weight":"2"}`, 1)
-	out, isErr = h.call(t, ctx, "rate_shipment", map[string]any{"request_option": "shop", "request_body": jsonBody(t, rate)})
-	require.False(t, isErr, "%v", out)
-	assert.Equal(t, map[string]any{"result": "/api/rating/v2409/Shop"}, out)
-	sent, ok := seen.Load("/api/rating/v2409/Shop")
-	require.True(t, ok)
-	assert.Contains(t, sent, `"PackagingType":{"Code":"02"}`, "renamed for rating")
-	assert.NotContains(t, sent, `"Packaging":`)
+			rate := strings.ReplaceAll(strings.Replace(partialDomestic, `"Address":{"AddressLine":"1 Main St"`, `"Address":{"City":"Atlanta","AddressLine":"1 Main St"`, 1), "ShipmentRequest", "RateRequest")
+			rate = strings.Replace(rate, `"ShipTo":{`, `"ShipTo":{"Name":"Bob",`, 1)
+			rate = strings.Replace(rate, `"UnitOfMeasurement":{"Code":"LBS"}}`, `"UnitOfMeasurement":{"Code":"LBS"},"Weight":"2"}`, 1)
+			out, isErr = h.call(t, ctx, "rate_shipment", map[string]any{"request_option": "shop", "request_body": jsonBody(t, rate)})
+			require.False(t, isErr, "%v", out)
+			assert.Equal(t, map[string]any{"result": "/api/rating/v2409/Shop"}, out)
+			sent, ok := seen.Load("/api/rating/v2409/Shop")
+			require.True(t, ok)
+			assert.Contains(t, sent, `"PackagingType":{"Code":"02"}`, "renamed for rating")
+			assert.NotContains(t, sent, `"Packaging":`)
+		})
+	}
 }
 
 func TestAnsweredCountryAsksAFollowUp(t *testing.T) {
@@ -213,17 +223,42 @@ func TestAnsweredCountryAsksAFollowUp(t *testing.T) {
 }
 
 func TestInvoiceWithoutProductsAsksForThem(t *testing.T) {
-	rec := &recorded{}
-	body := strings.Replace(partialDomestic, `"City":"Boston","StateProvinceCode":"MA","PostalCode":"02101","CountryCode":"US"`, `"City":"London","CountryCode":"GB"`, 1)
-	body = strings.Replace(body, `"Service":{"Code":"03"}`, `"Service":{"Code":"65"},"Description":"Books","ShipmentServiceOptions":{"InternationalForms":{"FormType":"01"}}`, 1)
-	h := start(t, clientSetup{version: "2025-11-25", elicit: rec.handler(t)})
-	out, isErr := h.call(t, timeout(t), "create_shipment", map[string]any{"request_body": jsonBody(t, body), "dry_run": true})
-	require.True(t, isErr)
-	assert.Equal(t, "ELICITATION_CANCELLED", out["code"], "the test's person cancels")
-	require.Len(t, rec.keys, 1)
-	for _, want := range []string{"product_1_description", "product_1_quantity", "product_1_value", "product_1_unit_code", "product_1_origin_country",
-		"sold_to_name", "sold_to_country_code", "intl_forms_currency_code", "intl_forms_reason_for_export", "intl_forms_invoice_number",
-		"intl_forms_invoice_date", "shipper_attention_name", "ship_to_phone"} {
-		assert.Contains(t, rec.keys[0], want)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			rec := &recorded{}
+			body := strings.Replace(partialDomestic, `"City":"Boston","StateProvinceCode":"MA","PostalCode":"02101","CountryCode":"US"`, `"City":"London","CountryCode":"GB"`, 1)
+			body = strings.Replace(body, `"Service":{"Code":"03"}`, `"Service":{"Code":"65"},"Description":"Books","ShipmentServiceOptions":{"InternationalForms":{"FormType":"01"}}`, 1)
+			h := start(t, clientSetup{version: era.version, elicit: rec.handler(t)})
+			out, isErr := h.call(t, timeout(t), "create_shipment", map[string]any{"request_body": jsonBody(t, body), "dry_run": true})
+			require.True(t, isErr)
+			assert.Equal(t, "ELICITATION_CANCELLED", out["code"], "the test's person cancels")
+			require.Len(t, rec.keys, 1)
+			for _, want := range []string{"product_1_description", "product_1_quantity", "product_1_value", "product_1_unit_code", "product_1_origin_country",
+				"sold_to_name", "sold_to_country_code", "intl_forms_currency_code", "intl_forms_reason_for_export", "intl_forms_invoice_number",
+				"intl_forms_invoice_date", "shipper_attention_name", "ship_to_phone"} {
+				assert.Contains(t, rec.keys[0], want)
+			}
+		})
+	}
+}
+
+func TestUnusableReplyIsAnInvalidResponse(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			asked := 0
+			h := start(t, clientSetup{version: era.version, elicit: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked++
+				return &mcp.ElicitResult{Action: "ok", Content: map[string]any{"shipper_city": "Atlanta"}}, nil
+			}})
+			ctx := timeout(t)
+			out, isErr := h.call(t, ctx, "create_shipment", map[string]any{"request_body": jsonBody(t, partialDomestic), "dry_run": true})
+			require.True(t, isErr, "%v", out)
+			assert.Equal(t, "ELICITATION_INVALID_RESPONSE", out["code"])
+			assert.Equal(t, "invalid_response", out["reason"])
+			assert.Contains(t, out["message"], `action "ok"`)
+			assert.Equal(t, 1, asked, "the client is at fault: the person is not asked again")
+			live, _ := h.call(t, ctx, "list_elicitations", map[string]any{})
+			assert.Empty(t, live["elicitations"], "it ended")
+		})
 	}
 }
