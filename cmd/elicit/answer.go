@@ -1,0 +1,134 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"os"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"elicitd/validator"
+)
+
+// question is one elicitation as the person sees it.
+type question struct {
+	server  string // who asks
+	n       int    // 1 for the first question of this run
+	message string
+	form    *validator.Compiled
+}
+
+// answerer answers questions: the person at a terminal, a script, or nobody.
+type answerer interface {
+	answer(ctx context.Context, q question) (*mcp.ElicitResult, error)
+}
+
+// elicit is the client's elicitation handler, for both protocol eras.
+func (c *client) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	c.mu.Lock() // one question at a time: there is one person and one terminal
+	defer c.mu.Unlock()
+	c.asked++
+	p := req.Params
+	if p.Mode != "" && p.Mode != "form" {
+		fmt.Fprintf(c.stderr, "%s asked for a %s-mode elicitation, which elicit does not support; cancelling it\n", c.server, p.Mode)
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
+	raw, err := c.schemas.original(p.RequestedSchema)
+	if err == nil {
+		var form *validator.Compiled
+		if form, err = validator.CompileMCPSchema(raw); err == nil {
+			return c.answerer.answer(ctx, question{server: c.server, n: c.asked, message: p.Message, form: form})
+		}
+	}
+	fmt.Fprintf(c.stderr, "%s asked with a form elicit cannot show (%v); cancelling it\n", c.server, err)
+	return &mcp.ElicitResult{Action: "cancel"}, nil
+}
+
+// noAnswers cancels every question, saying why: with no terminal and no script, waiting
+// would hang.
+type noAnswers struct{ w io.Writer }
+
+func (n noAnswers) answer(_ context.Context, q question) (*mcp.ElicitResult, error) {
+	fmt.Fprintf(n.w, "%s asks: %s\nelicit: stdin is not a terminal and no --answers file was given, so nobody can answer; cancelling the question\n",
+		q.server, q.message)
+	return &mcp.ElicitResult{Action: "cancel"}, nil
+}
+
+// scriptEntry is one scripted answer.
+type scriptEntry struct {
+	action  string // accept, decline or cancel
+	content map[string]any
+}
+
+// script answers questions from an --answers file, in order.
+type script struct {
+	entries []scriptEntry
+	next    int
+	w       io.Writer
+}
+
+// loadScript reads an --answers file: a JSON list whose entries are either the field
+// values to accept, or {"action": "decline"} / {"action": "cancel"}.
+func loadScript(name string, w io.Writer) (*script, error) {
+	data, err := os.ReadFile(name)
+	if err != nil {
+		return nil, usagef("--answers: cannot read %s: %v", name, err)
+	}
+	var raw []map[string]any
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return nil, usagef("--answers file %s must be a JSON list of objects, one per prompt (%v)", name, err)
+	}
+	s := &script{w: w}
+	for i, entry := range raw {
+		if entry == nil {
+			return nil, usagef("--answers file %s: entry %d is null; give the field values or {\"action\": \"decline\"}", name, i+1)
+		}
+		action, isAction := entry["action"].(string)
+		if len(entry) == 1 && isAction {
+			if !slices.Contains([]string{"decline", "cancel"}, action) {
+				return nil, usagef("--answers file %s: entry %d has action %q; use decline or cancel (or give the field values to accept)", name, i+1, action)
+			}
+			s.entries = append(s.entries, scriptEntry{action: action})
+			continue
+		}
+		s.entries = append(s.entries, scriptEntry{action: "accept", content: entry})
+	}
+	return s, nil
+}
+
+// answer sends the next scripted entry; when the script has run out, it cancels. Values are
+// normalised as a person's typing would be ("5" for a number is 5), but not checked, so a
+// script can exercise the server's own checks.
+func (s *script) answer(_ context.Context, q question) (*mcp.ElicitResult, error) {
+	fmt.Fprintf(s.w, "%s asks (question %d): %s\n", q.server, q.n, q.message)
+	if s.next >= len(s.entries) {
+		fmt.Fprintf(s.w, "  the --answers file has no entry %d; cancelling\n", s.next+1)
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
+	e := s.entries[s.next]
+	s.next++
+	if e.action != "accept" {
+		fmt.Fprintf(s.w, "  scripted answer %d: %s\n", s.next, e.action)
+		return &mcp.ElicitResult{Action: e.action}, nil
+	}
+	keys := make([]string, 0, len(e.content))
+	for k := range e.content {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	fmt.Fprintf(s.w, "  scripted answer %d: accept (%s)\n", s.next, strings.Join(keys, ", "))
+	content := maps.Clone(e.content)
+	valid, _ := q.form.ValidatePartial(content)
+	for k := range content {
+		if v, ok := valid[k]; ok {
+			content[k] = v
+		}
+	}
+	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
+}

@@ -1,0 +1,353 @@
+// Command elicit is a terminal MCP client that answers elicitations: it starts a stdio MCP
+// server, calls one of its tools, and when the server asks the person something, shows the
+// form in the terminal (or answers from a script) and sends the answer back.
+//
+//	elicit [flags] tools -- SERVER_COMMAND [ARGS...]
+//	elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
+//
+// Exit status: 0 on success, 1 when the tool reports an error or the call fails, 2 on a
+// usage error.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/charmbracelet/x/term"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// version is elicit's version, reported to servers in initialize.
+const version = "0.1.0"
+
+const usageText = `usage:
+  elicit [flags] tools -- SERVER_COMMAND [ARGS...]
+  elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
+
+Starts SERVER_COMMAND as a stdio MCP server. "tools" lists its tools; "call" calls one and
+answers the forms the server asks for: in the terminal, or from --answers.
+
+flags:
+  --args JSON|@FILE   the tool's arguments, a JSON object (call only; default {})
+  --answers FILE      scripted answers: a JSON list, one entry per prompt in order, each the
+                      field values (accept) or {"action": "decline"} / {"action": "cancel"}
+  --protocol VERSION  MCP protocol version to ask for: 2026-07-28 (the default, answers
+                      travel in retried tool calls) or 2025-11-25 (the server sends
+                      elicitation/create requests); any version the SDK supports
+  --timeout DURATION  bound the whole call, e.g. 10m (default: no bound)
+
+In a form: Enter or Tab moves on, Shift+Tab goes back, Esc offers to decline or cancel,
+Ctrl-C cancels.
+`
+
+// usageError is a mistake in how elicit was invoked: exit status 2.
+type usageError struct{ msg string }
+
+func (e *usageError) Error() string { return e.msg }
+
+func usagef(format string, args ...any) error {
+	return &usageError{fmt.Sprintf(format, args...)}
+}
+
+// invocation is a parsed command line.
+type invocation struct {
+	command  string // tools or call
+	tool     string
+	args     map[string]any
+	answers  string
+	protocol string
+	timeout  time.Duration
+	server   []string
+}
+
+// parse reads elicit's command line (without the program name). Flags may come before or
+// after the subcommand; everything after the first "--" is the server's command.
+func parse(argv []string) (*invocation, error) {
+	dash := slices.Index(argv, "--")
+	if dash < 0 {
+		return nil, usagef("missing -- SERVER_COMMAND: give the stdio MCP server to start after --")
+	}
+	inv := &invocation{server: argv[dash+1:]}
+	if len(inv.server) == 0 {
+		return nil, usagef("missing SERVER_COMMAND after --")
+	}
+	fs := flag.NewFlagSet("elicit", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	argsFlag := fs.String("args", "", "")
+	fs.StringVar(&inv.answers, "answers", "", "")
+	fs.StringVar(&inv.protocol, "protocol", "", "")
+	fs.DurationVar(&inv.timeout, "timeout", 0, "")
+	var positional []string
+	rest := argv[:dash]
+	for {
+		if err := fs.Parse(rest); err != nil {
+			return nil, usagef("%v", err)
+		}
+		rest = fs.Args()
+		if len(rest) == 0 {
+			break
+		}
+		positional, rest = append(positional, rest[0]), rest[1:]
+	}
+	if len(positional) == 0 {
+		return nil, usagef("missing subcommand: tools or call")
+	}
+	inv.command = positional[0]
+	switch inv.command {
+	case "tools":
+		if len(positional) > 1 {
+			return nil, usagef("tools takes no arguments, got %q", positional[1:])
+		}
+		if *argsFlag != "" {
+			return nil, usagef("--args belongs to call, not tools")
+		}
+	case "call":
+		if len(positional) != 2 {
+			return nil, usagef("call takes exactly one TOOL name, got %d", len(positional)-1)
+		}
+		inv.tool = positional[1]
+		args, err := toolArgs(*argsFlag)
+		if err != nil {
+			return nil, err
+		}
+		inv.args = args
+	default:
+		return nil, usagef("unknown subcommand %q: use tools or call", inv.command)
+	}
+	if inv.protocol != "" && !slices.Contains(mcp.SupportedProtocolVersions(), inv.protocol) {
+		return nil, usagef("--protocol %q is not a version this client speaks; use one of %s",
+			inv.protocol, strings.Join(mcp.SupportedProtocolVersions(), ", "))
+	}
+	if inv.timeout < 0 {
+		return nil, usagef("--timeout must be positive, got %s", inv.timeout)
+	}
+	return inv, nil
+}
+
+// toolArgs reads --args: a JSON object, inline or from @file.
+func toolArgs(v string) (map[string]any, error) {
+	if v == "" {
+		return map[string]any{}, nil
+	}
+	data, where := []byte(v), "--args"
+	if name, ok := strings.CutPrefix(v, "@"); ok {
+		b, err := os.ReadFile(name)
+		if err != nil {
+			return nil, usagef("--args: cannot read %s: %v", name, err)
+		}
+		data, where = b, "--args file "+name
+	}
+	var args map[string]any
+	if err := json.Unmarshal(data, &args); err != nil || args == nil {
+		return nil, usagef("%s must be a JSON object of the tool's arguments (%v)", where, describe(err))
+	}
+	return args, nil
+}
+
+func describe(err error) string {
+	if err == nil {
+		return "got null"
+	}
+	return err.Error()
+}
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+// run is elicit's whole life; it returns the exit status.
+func run(argv []string, stdin *os.File, stdout, stderr io.Writer) int {
+	inv, err := parse(argv)
+	if err != nil {
+		fmt.Fprintf(stderr, "elicit: %v\n\n%s", err, usageText)
+		return 2
+	}
+	answerer, err := chooseAnswerer(inv, stdin, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "elicit: %v\n", err)
+		return 2
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if inv.timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, inv.timeout)
+		defer cancel()
+	}
+	c := &client{inv: inv, answerer: answerer, stdout: stdout, stderr: stderr}
+	return c.run(ctx)
+}
+
+// chooseAnswerer picks who answers the server's questions: the script, the person at the
+// terminal, or nobody (each question is cancelled, with a note on stderr).
+func chooseAnswerer(inv *invocation, stdin *os.File, stderr io.Writer) (answerer, error) {
+	if inv.answers != "" {
+		return loadScript(inv.answers, stderr)
+	}
+	if term.IsTerminal(stdin.Fd()) {
+		return &terminal{in: stdin, out: stderr}, nil
+	}
+	return noAnswers{stderr}, nil
+}
+
+// client is one run against one server.
+type client struct {
+	inv      *invocation
+	answerer answerer
+	stdout   io.Writer
+	stderr   io.Writer
+	server   string // how the server is shown to the person
+
+	mu      sync.Mutex // held while a question is being answered
+	asked   int        // questions so far
+	schemas schemas    // requested schemas as sent, for their field order
+}
+
+// stderrTail keeps the end of the server's stderr, to explain a server that fails.
+type stderrTail struct{ b []byte }
+
+func (t *stderrTail) Write(p []byte) (int, error) {
+	const keep = 4096
+	t.b = append(t.b, p...)
+	if len(t.b) > keep {
+		t.b = t.b[len(t.b)-keep:]
+	}
+	return len(p), nil
+}
+
+func (c *client) run(ctx context.Context) int {
+	cmd := exec.Command(c.inv.server[0], c.inv.server[1:]...)
+	tail := &stderrTail{}
+	cmd.Stderr = tail
+	c.server = filepath.Base(c.inv.server[0])
+	cl := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: version}, &mcp.ClientOptions{
+		ElicitationHandler: c.elicit,
+		Capabilities: &mcp.ClientCapabilities{
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
+		},
+	})
+	cs, err := cl.Connect(ctx, recordingTransport{&mcp.CommandTransport{Command: cmd}, &c.schemas}, &mcp.ClientSessionOptions{ProtocolVersion: c.inv.protocol})
+	if err != nil {
+		if c.timedOut(ctx) {
+			return 1
+		}
+		c.fail("could not start %q as an MCP server: %v", strings.Join(c.inv.server, " "), err)
+		c.showTail(tail)
+		return 1
+	}
+	defer func() { _ = cs.Close() }()
+	if info := cs.InitializeResult().ServerInfo; info != nil && info.Name != "" {
+		c.server = strings.TrimSpace(info.Name + " " + info.Version)
+	}
+	switch c.inv.command {
+	case "tools":
+		return c.listTools(ctx, cs)
+	default:
+		return c.call(ctx, cs, tail)
+	}
+}
+
+// timedOut reports, once --timeout has passed, that elicit gave up.
+func (c *client) timedOut(ctx context.Context) bool {
+	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
+		return false
+	}
+	c.fail("gave up: --timeout %s passed before the server finished", c.inv.timeout)
+	return true
+}
+
+func (c *client) fail(format string, args ...any) {
+	fmt.Fprintf(c.stderr, "elicit: "+format+"\n", args...)
+}
+
+func (c *client) showTail(tail *stderrTail) {
+	if s := strings.TrimSpace(string(tail.b)); s != "" {
+		fmt.Fprintf(c.stderr, "the server's stderr ended with:\n%s\n", s)
+	}
+}
+
+func (c *client) listTools(ctx context.Context, cs *mcp.ClientSession) int {
+	n := 0
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			c.fail("listing tools: %v", err)
+			return 1
+		}
+		n++
+		fmt.Fprintf(c.stdout, "%s\n", tool.Name)
+		for line := range strings.SplitSeq(strings.TrimSpace(tool.Description), "\n") {
+			fmt.Fprintf(c.stdout, "    %s\n", line)
+		}
+		fmt.Fprintln(c.stdout)
+	}
+	if n == 0 {
+		fmt.Fprintf(c.stderr, "%s has no tools\n", c.server)
+	}
+	return 0
+}
+
+func (c *client) call(ctx context.Context, cs *mcp.ClientSession, tail *stderrTail) int {
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.inv.tool, Arguments: c.inv.args})
+	switch {
+	case c.timedOut(ctx):
+		return 1
+	case err != nil:
+		c.fail("calling %s: %v", c.inv.tool, err)
+		c.showTail(tail)
+		return 1
+	}
+	printResult(c.stdout, res)
+	if res.IsError {
+		return 1
+	}
+	return 0
+}
+
+// printResult prints a tool result: its text, and its structured content as indented JSON.
+// A text that is the structured content's own JSON is printed once, indented.
+func printResult(w io.Writer, res *mcp.CallToolResult) {
+	var structured []byte
+	if res.StructuredContent != nil {
+		if b, err := json.MarshalIndent(res.StructuredContent, "", "  "); err == nil {
+			structured = b
+		}
+	}
+	for _, content := range res.Content {
+		switch ct := content.(type) {
+		case *mcp.TextContent:
+			if structured != nil && sameJSON(ct.Text, structured) {
+				continue
+			}
+			fmt.Fprintln(w, ct.Text)
+		default:
+			b, _ := json.Marshal(content)
+			fmt.Fprintln(w, string(b))
+		}
+	}
+	if structured != nil {
+		fmt.Fprintln(w, string(structured))
+	}
+}
+
+func sameJSON(text string, indented []byte) bool {
+	var a, b any
+	if json.Unmarshal([]byte(text), &a) != nil || json.Unmarshal(indented, &b) != nil {
+		return false
+	}
+	x, _ := json.Marshal(a)
+	y, _ := json.Marshal(b)
+	return string(x) == string(y)
+}

@@ -1,0 +1,77 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+)
+
+// The binaries under test, built once: elicit and the elicitd server it drives.
+var elicitBin, elicitdBin string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "elicit-e2e")
+	if err != nil {
+		panic(err)
+	}
+	elicitBin, elicitdBin = filepath.Join(dir, "elicit"), filepath.Join(dir, "elicitd")
+	for bin, pkg := range map[string]string{elicitBin: ".", elicitdBin: "../elicitd"} {
+		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
+			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
+			os.Exit(1)
+		}
+	}
+	code := m.Run()
+	os.RemoveAll(dir)
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "leaked goroutines: %v\n", err)
+			code = 1
+		}
+	}
+	os.Exit(code)
+}
+
+// failsafe bounds every run, so a hang fails the test rather than stalling it.
+const failsafe = 10 * time.Second
+
+// eras are the two protocol eras elicit can speak.
+var eras = []string{"2026-07-28", "2025-11-25"}
+
+type runResult struct {
+	stdout, stderr string
+	code           int
+}
+
+// runElicit runs the elicit binary with no terminal on stdin.
+func runElicit(t *testing.T, args ...string) runResult {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, elicitBin, args...)
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	err := cmd.Run()
+	code := cmd.ProcessState.ExitCode()
+	if ctx.Err() != nil {
+		t.Fatalf("elicit %v did not finish within %s: %v\nstderr: %s", args, failsafe, err, stderr.String())
+	}
+	return runResult{stdout.String(), stderr.String(), code}
+}
+
+// writeFile writes content to a file in a test directory and returns its path.
+func writeFile(t *testing.T, name, content string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), name)
+	if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return p
+}

@@ -1,0 +1,220 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"os/exec"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/charmbracelet/x/ansi"
+	"github.com/creack/pty"
+	"github.com/hinshun/vt10x"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// screen is a program running in a pseudo-terminal, the screen a person would see (the
+// pseudo-terminal's output played through a terminal emulator: the form library redraws
+// only the cells that change, so the raw stream cannot say which field has the focus), and a
+// way to type at it. Its stdout (the tool result) is kept apart from the terminal.
+type screen struct {
+	t      *testing.T
+	tty    *os.File
+	cmd    *exec.Cmd
+	stdout bytes.Buffer
+	vt     vt10x.Terminal
+
+	mu      sync.Mutex
+	drawn   bytes.Buffer  // everything written to the terminal, for failure messages
+	changed chan struct{} // signalled after each read
+	closed  chan struct{} // closed when the terminal has nothing more to read
+}
+
+// startScreen runs name with args in a 40x100 pseudo-terminal; dir is its working
+// directory ("" for this one).
+func startScreen(t *testing.T, dir, name string, args ...string) *screen {
+	t.Helper()
+	s := &screen{t: t, changed: make(chan struct{}, 1), closed: make(chan struct{}), vt: vt10x.New(vt10x.WithSize(100, 40))}
+	s.cmd = exec.Command(name, args...)
+	s.cmd.Dir = dir
+	s.cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	s.cmd.Stdout = &s.stdout
+	tty, err := pty.StartWithSize(s.cmd, &pty.Winsize{Rows: 40, Cols: 100})
+	require.NoError(t, err)
+	s.tty = tty
+	go func() {
+		defer close(s.closed)
+		b := make([]byte, 4096)
+		var pending []byte // the start of a character split between reads
+		for {
+			n, err := tty.Read(b)
+			s.mu.Lock()
+			s.drawn.Write(b[:n])
+			pending = append(pending, b[:n]...)
+			used, _ := s.vt.Write(pending)
+			pending = append(pending[:0], pending[used:]...)
+			s.mu.Unlock()
+			select {
+			case s.changed <- struct{}{}:
+			default:
+			}
+			if err != nil {
+				return
+			}
+		}
+	}()
+	t.Cleanup(func() {
+		_ = s.cmd.Process.Kill()
+		_ = tty.Close()
+		<-s.closed
+	})
+	return s
+}
+
+// waitFor waits until text is on the screen.
+func (s *screen) waitFor(text string) {
+	s.t.Helper()
+	timer := time.NewTimer(failsafe)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		shown := s.vt.String()
+		s.mu.Unlock()
+		if strings.Contains(shown, text) {
+			return
+		}
+		select {
+		case <-s.changed:
+		case <-s.closed:
+			s.t.Fatalf("the program ended before %q appeared; the screen said:\n%s", text, shown)
+		case <-timer.C:
+			s.t.Fatalf("%q did not appear within %s; the screen said:\n%s", text, failsafe, shown)
+		}
+	}
+}
+
+// text is everything drawn so far, without escape sequences.
+func (s *screen) text() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return ansi.Strip(s.drawn.String())
+}
+
+// focused waits until the field titled title has the focus (the form marks it with a bar):
+// keys typed before that would land in the field before it, as they would for a person.
+func (s *screen) focused(title string) {
+	s.t.Helper()
+	s.waitFor("┃ " + title)
+}
+
+func (s *screen) typeKeys(keys string) {
+	s.t.Helper()
+	_, err := s.tty.Write([]byte(keys))
+	require.NoError(s.t, err)
+}
+
+// wait waits for the program to exit and returns its exit status and stdout.
+func (s *screen) wait() (int, string) {
+	s.t.Helper()
+	done := make(chan error, 1)
+	go func() { done <- s.cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(failsafe):
+		s.t.Fatalf("the program did not exit; the screen said:\n%s", s.text())
+	}
+	return s.cmd.ProcessState.ExitCode(), s.stdout.String()
+}
+
+const (
+	keyEnter     = "\r"
+	keyDown      = "\x1b[B"
+	keyBackspace = "\x7f"
+	keyEsc       = "\x1b"
+	keyCtrlC     = "\x03"
+)
+
+const personArgs = `{"message": "Tell me about you", "form": {"title": "You", "fields": [
+	{"name": "name", "type": "text", "label": "Name", "required": true},
+	{"name": "age", "type": "integer", "label": "Age", "minimum": 0},
+	{"name": "colour", "type": "select", "label": "Colour", "required": true,
+	 "options": [{"value": "r", "title": "Red"}, {"value": "g", "title": "Green"}]}]}}`
+
+func TestInteractiveForm(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			s := startScreen(t, "", elicitBin, "--protocol", era, "call", "ask_user", "--args", personArgs, "--", elicitdBin)
+			s.waitFor("elicitd 0.1.0-dev asks")
+			s.waitFor("Tell me about you")
+			s.waitFor("Colour *") // the whole form is on screen, in the server's order
+			text := s.text()
+			assert.Less(t, strings.Index(text, "Name *"), strings.Index(text, "Age"))
+			assert.Less(t, strings.Index(text, "Age"), strings.Index(text, "Colour *"))
+			s.focused("Name *")
+			s.typeKeys("Ada" + keyEnter)
+			s.focused("Age")
+			s.typeKeys("abc" + keyEnter)
+			s.waitFor("must be a non-negative, whole number") // elicit itself refuses it
+			s.typeKeys(strings.Repeat(keyBackspace, 3) + "42" + keyEnter)
+			s.focused("Colour *")
+			s.typeKeys(keyDown)
+			s.waitFor("> Green")
+			s.typeKeys(keyEnter)
+			s.waitFor("Sent.")
+			code, stdout := s.wait()
+			require.Equal(t, 0, code, s.text())
+			out := decodeOut(t, stdout)
+			assert.Equal(t, "completed", out["status"])
+			assert.EqualValues(t, 1, out["attempts"], "the typo never reached the server")
+			assert.Equal(t, map[string]any{"name": "Ada", "age": 42.0, "colour": "g"}, out["data"])
+		})
+	}
+}
+
+func TestInteractiveEscThenDecline(t *testing.T) {
+	s := startScreen(t, "", elicitBin, "call", "ask_user", "--args", personArgs, "--", elicitdBin)
+	s.waitFor("Colour *")
+	s.typeKeys(keyEsc)
+	s.waitFor("Leave this question?")
+	s.typeKeys(keyDown + keyEnter) // Decline to answer
+	s.waitFor("Declined.")
+	code, stdout := s.wait()
+	require.Equal(t, 0, code, s.text())
+	assert.Equal(t, "declined", decodeOut(t, stdout)["status"])
+}
+
+func TestInteractiveEscThenBackKeepsTheAnswers(t *testing.T) {
+	s := startScreen(t, "", elicitBin, "call", "ask_user", "--args", personArgs, "--", elicitdBin)
+	s.waitFor("Colour *")
+	s.typeKeys("Ada")
+	s.waitFor("Ada")
+	s.typeKeys(keyEsc)
+	s.waitFor("Leave this question?")
+	s.typeKeys(keyEnter) // No, back to the form
+	s.focused("Name *")
+	s.waitFor("Ada") // still there
+	s.typeKeys(keyEnter)
+	s.focused("Age")
+	s.typeKeys(keyEnter) // left blank
+	s.focused("Colour *")
+	s.typeKeys(keyEnter) // Red
+	s.waitFor("Sent.")
+	code, stdout := s.wait()
+	require.Equal(t, 0, code, s.text())
+	assert.Equal(t, map[string]any{"name": "Ada", "colour": "r"}, decodeOut(t, stdout)["data"])
+}
+
+func TestInteractiveCtrlCCancels(t *testing.T) {
+	s := startScreen(t, "", elicitBin, "call", "ask_user", "--args", personArgs, "--", elicitdBin)
+	s.waitFor("Colour *")
+	s.typeKeys("Ad" + keyCtrlC)
+	s.waitFor("Cancelled.")
+	code, stdout := s.wait()
+	require.Equal(t, 0, code, s.text())
+	out := decodeOut(t, stdout)
+	assert.Equal(t, "cancelled", out["status"])
+	assert.Equal(t, "user_cancelled", out["reason"])
+}
