@@ -110,6 +110,30 @@ func (s *screen) focused(title string) {
 	s.waitFor("┃ " + title)
 }
 
+// focusedTitle waits until one of the titles has the focus and returns it.
+func (s *screen) focusedTitle(titles map[string]string) string {
+	s.t.Helper()
+	timer := time.NewTimer(failsafe)
+	defer timer.Stop()
+	for {
+		s.mu.Lock()
+		shown := s.vt.String()
+		s.mu.Unlock()
+		for title := range titles {
+			if strings.Contains(shown, "┃ "+title) {
+				return title
+			}
+		}
+		select {
+		case <-s.changed:
+		case <-s.closed:
+			s.t.Fatalf("the program ended before a field had the focus; the screen said:\n%s", shown)
+		case <-timer.C:
+			s.t.Fatalf("no field had the focus within %s; the screen said:\n%s", failsafe, shown)
+		}
+	}
+}
+
 func (s *screen) typeKeys(keys string) {
 	s.t.Helper()
 	_, err := s.tty.Write([]byte(keys))

@@ -1,0 +1,94 @@
+package main
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// freshClone clones the repository this test runs in (its committed state: what a newcomer
+// gets) into a temporary directory.
+func freshClone(t *testing.T) string {
+	t.Helper()
+	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
+	require.NoError(t, err, "the README test follows the README from a fresh clone, so it runs in a git checkout")
+	dir := filepath.Join(t.TempDir(), "elicitd")
+	out, err := exec.Command("git", "clone", "--quiet", strings.TrimSpace(string(top)), dir).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	return dir
+}
+
+var shellBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
+
+// readmeCommands returns the command lines of the README's shell blocks, block by block.
+func readmeCommands(t *testing.T, dir string) [][]string {
+	t.Helper()
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	var blocks [][]string
+	for _, m := range shellBlock.FindAllStringSubmatch(string(readme), -1) {
+		var lines []string
+		for line := range strings.SplitSeq(strings.TrimSpace(m[1]), "\n") {
+			lines = append(lines, strings.TrimSpace(line))
+		}
+		blocks = append(blocks, lines)
+	}
+	require.GreaterOrEqual(t, len(blocks), 2, "the README starts with its set-up commands, then the non-interactive run")
+	return blocks
+}
+
+// TestReadmeAsANewcomer follows the README's first commands on a fresh clone, exactly as
+// written: the main command interactively through a pseudo-terminal, and its --answers
+// variant directly. The test command itself is what is running this.
+func TestReadmeAsANewcomer(t *testing.T) {
+	dir := freshClone(t)
+	blocks := readmeCommands(t, dir)
+	setup := blocks[0]
+	require.Len(t, setup, 2, "exactly two set-up commands at the top")
+	assert.Equal(t, "go test -race -count=1 ./...", setup[1], "the second runs the tests as CI does")
+	main := setup[0]
+	require.True(t, strings.HasPrefix(main, "go run ./cmd/elicit call create_shipment"), main)
+	require.Len(t, blocks[1], 1)
+	scripted := blocks[1][0]
+	require.Contains(t, scripted, "--answers examples/")
+
+	t.Run("scripted", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*failsafe)
+		defer cancel()
+		cmd := exec.CommandContext(ctx, "sh", "-c", scripted)
+		cmd.Dir = dir
+		var stderr strings.Builder
+		cmd.Stderr = &stderr
+		stdout, err := cmd.Output()
+		require.NoError(t, err, "stderr: %s", stderr.String())
+		body := decodeOut(t, string(stdout))["request_body"].(map[string]any)["ShipmentRequest"].(map[string]any)
+		shipment := body["Shipment"].(map[string]any)
+		assert.Equal(t, "Atlanta", shipment["Shipper"].(map[string]any)["Address"].(map[string]any)["City"])
+		assert.Contains(t, stderr.String(), "Missing 3 required field(s) for shipment creation.")
+	})
+
+	t.Run("interactive", func(t *testing.T) {
+		s := startScreen(t, dir, "sh", "-c", main)
+		s.waitFor("Missing 3 required field(s) for shipment creation.")
+		answers := map[string]string{"Shipper city *": "Atlanta", "Recipient name *": "Bob Smith", "Package weight *": "5"}
+		for range answers {
+			// Answer whichever field has the focus, as a person reading the screen would.
+			title := s.focusedTitle(answers)
+			s.typeKeys(answers[title] + keyEnter)
+			delete(answers, title)
+		}
+		s.waitFor("Sent.")
+		code, stdout := s.wait()
+		require.Equal(t, 0, code, s.text())
+		shipment := decodeOut(t, stdout)["request_body"].(map[string]any)["ShipmentRequest"].(map[string]any)["Shipment"].(map[string]any)
+		assert.Equal(t, "Bob Smith", shipment["ShipTo"].(map[string]any)["Name"])
+		assert.Equal(t, "5", shipment["Package"].([]any)[0].(map[string]any)["PackageWeight"].(map[string]any)["Weight"])
+	})
+}
