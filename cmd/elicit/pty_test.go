@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"os"
 	"os/exec"
 	"strings"
@@ -74,8 +75,8 @@ func startScreen(t *testing.T, dir, name string, args ...string) *screen {
 	return s
 }
 
-// waitFor waits until text is on the screen.
-func (s *screen) waitFor(text string) {
+// waitUntil waits until found says yes to the screen; what names the wait in a failure.
+func (s *screen) waitUntil(what string, found func(shown string) bool) {
 	s.t.Helper()
 	timer := time.NewTimer(failsafe)
 	defer timer.Stop()
@@ -83,17 +84,23 @@ func (s *screen) waitFor(text string) {
 		s.mu.Lock()
 		shown := s.vt.String()
 		s.mu.Unlock()
-		if strings.Contains(shown, text) {
+		if found(shown) {
 			return
 		}
 		select {
 		case <-s.changed:
 		case <-s.closed:
-			s.t.Fatalf("the program ended before %q appeared; the screen said:\n%s", text, shown)
+			s.t.Fatalf("the program ended before %s; the screen said:\n%s", what, shown)
 		case <-timer.C:
-			s.t.Fatalf("%q did not appear within %s; the screen said:\n%s", text, failsafe, shown)
+			s.t.Fatalf("%s did not happen within %s; the screen said:\n%s", what, failsafe, shown)
 		}
 	}
+}
+
+// waitFor waits until text is on the screen.
+func (s *screen) waitFor(text string) {
+	s.t.Helper()
+	s.waitUntil(fmt.Sprintf("%q appeared", text), func(shown string) bool { return strings.Contains(shown, text) })
 }
 
 // text is everything drawn so far, without escape sequences.
@@ -113,25 +120,17 @@ func (s *screen) focused(title string) {
 // focusedTitle waits until one of the titles has the focus and returns it.
 func (s *screen) focusedTitle(titles map[string]string) string {
 	s.t.Helper()
-	timer := time.NewTimer(failsafe)
-	defer timer.Stop()
-	for {
-		s.mu.Lock()
-		shown := s.vt.String()
-		s.mu.Unlock()
+	var focused string
+	s.waitUntil("a field had the focus", func(shown string) bool {
 		for title := range titles {
 			if strings.Contains(shown, "┃ "+title) {
-				return title
+				focused = title
+				return true
 			}
 		}
-		select {
-		case <-s.changed:
-		case <-s.closed:
-			s.t.Fatalf("the program ended before a field had the focus; the screen said:\n%s", shown)
-		case <-timer.C:
-			s.t.Fatalf("no field had the focus within %s; the screen said:\n%s", failsafe, shown)
-		}
-	}
+		return false
+	})
+	return focused
 }
 
 func (s *screen) typeKeys(keys string) {
