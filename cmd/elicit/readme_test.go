@@ -81,7 +81,9 @@ func TestReadmeAsANewcomer(t *testing.T) {
 		for range answers {
 			// Answer whichever field has the focus, as a person reading the screen would.
 			title := s.focusedTitle(answers)
-			s.typeKeys(answers[title] + keyEnter)
+			s.typeKeys(answers[title])
+			s.waitFor("┃ > " + answers[title]) // what was typed is on screen
+			s.typeKeys(keyEnter)
 			delete(answers, title)
 		}
 		s.waitFor("Sent.")
