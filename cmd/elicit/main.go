@@ -232,6 +232,7 @@ func (c *client) run(ctx context.Context) int {
 	cmd := exec.Command(c.inv.server[0], c.inv.server[1:]...)
 	tail := &stderrTail{}
 	cmd.Stderr = tail
+	detach(cmd)
 	c.server = filepath.Base(c.inv.server[0])
 	cl := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: version}, &mcp.ClientOptions{
 		ElicitationHandler: c.elicit,

@@ -92,6 +92,11 @@ func (s *screen) waitUntil(what string, found func(shown string) bool) {
 		case <-s.closed:
 			s.t.Fatalf("the program ended before %s; the screen said:\n%s", what, shown)
 		case <-timer.C:
+			if dump := os.Getenv("ELICIT_PTY_DUMP"); dump != "" {
+				s.mu.Lock()
+				_ = os.WriteFile(dump, s.drawn.Bytes(), 0o600)
+				s.mu.Unlock()
+			}
 			s.t.Fatalf("%s did not happen within %s; the screen said:\n%s", what, failsafe, shown)
 		}
 	}
