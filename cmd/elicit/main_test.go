@@ -39,8 +39,10 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// failsafe bounds every run, so a hang fails the test rather than stalling it.
-const failsafe = 10 * time.Second
+// failsafe bounds every run and every wait on the screen, so a hang fails the test rather
+// than stalling it. It is generous: the README test builds both programs from a fresh clone
+// while other packages' tests run.
+const failsafe = 90 * time.Second
 
 // eras are the two protocol eras elicit can speak.
 var eras = []string{"2026-07-28", "2025-11-25"}
