@@ -117,6 +117,12 @@ func TestServerThatFailsIsExplained(t *testing.T) {
 	assert.Contains(t, r.stderr, "--timeout", "the server's own complaint is shown")
 }
 
+func TestHelp(t *testing.T) {
+	r := runElicit(t, "--help")
+	assert.Equal(t, 0, r.code)
+	assert.Contains(t, r.stdout, "elicit [flags] call TOOL")
+}
+
 func TestUsageErrorsExitTwo(t *testing.T) {
 	r := runElicit(t, "call", "ask_user")
 	assert.Equal(t, 2, r.code)

@@ -170,6 +170,10 @@ func main() {
 
 // run is elicit's whole life; it returns the exit status.
 func run(argv []string, stdin *os.File, stdout, stderr io.Writer) int {
+	if len(argv) > 0 && slices.Contains([]string{"-h", "-help", "--help", "help"}, argv[0]) {
+		fmt.Fprint(stdout, usageText)
+		return 0
+	}
 	inv, err := parse(argv)
 	if err != nil {
 		fmt.Fprintf(stderr, "elicit: %v\n\n%s", err, usageText)

@@ -92,6 +92,7 @@ func (s *screen) waitUntil(what string, found func(shown string) bool) {
 		case <-s.closed:
 			s.t.Fatalf("the program ended before %s; the screen said:\n%s", what, shown)
 		case <-timer.C:
+			// ELICIT_PTY_DUMP names a file for the raw terminal stream, to study a failure.
 			if dump := os.Getenv("ELICIT_PTY_DUMP"); dump != "" {
 				s.mu.Lock()
 				_ = os.WriteFile(dump, s.drawn.Bytes(), 0o600)
