@@ -74,6 +74,25 @@ func TestReadmeAsANewcomer(t *testing.T) {
 		assert.Contains(t, stderr.String(), "Missing 3 required field(s) for shipment creation.")
 	})
 
+	t.Run("other non-interactive examples", func(t *testing.T) {
+		var ran int
+		for _, block := range blocks[2:] {
+			for _, line := range block {
+				if !strings.Contains(line, "./cmd/elicit ") || (!strings.Contains(line, "--answers") && !strings.Contains(line, " tools ")) {
+					continue // interactive: the first command stands for them
+				}
+				ran++
+				ctx, cancel := context.WithTimeout(context.Background(), 5*failsafe)
+				cmd := exec.CommandContext(ctx, "sh", "-c", line)
+				cmd.Dir = dir
+				out, err := cmd.CombinedOutput()
+				cancel()
+				require.NoError(t, err, "%s\n%s", line, out)
+			}
+		}
+		assert.GreaterOrEqual(t, ran, 2, "the elicit section shows tools and a scripted ask_user")
+	})
+
 	t.Run("interactive", func(t *testing.T) {
 		s := startScreen(t, dir, "sh", "-c", main)
 		s.waitFor("Missing 3 required field(s) for shipment creation.")
