@@ -220,11 +220,17 @@ type client struct {
 	schemas schemas    // requested schemas as sent, for their field order
 }
 
-// stderrTail keeps the end of the server's stderr, to explain a server that fails.
-type stderrTail struct{ b []byte }
+// stderrTail keeps the end of the server's stderr, to explain a server that fails. exec
+// copies into it on a goroutine of its own while the server may still be writing.
+type stderrTail struct {
+	mu sync.Mutex
+	b  []byte
+}
 
 func (t *stderrTail) Write(p []byte) (int, error) {
 	const keep = 4096
+	t.mu.Lock()
+	defer t.mu.Unlock()
 	t.b = append(t.b, p...)
 	if len(t.b) > keep {
 		t.b = t.b[len(t.b)-keep:]
@@ -279,7 +285,10 @@ func (c *client) fail(format string, args ...any) {
 }
 
 func (c *client) showTail(tail *stderrTail) {
-	if s := strings.TrimSpace(string(tail.b)); s != "" {
+	tail.mu.Lock()
+	s := strings.TrimSpace(string(tail.b))
+	tail.mu.Unlock()
+	if s != "" {
 		fmt.Fprintf(c.stderr, "the server's stderr ended with:\n%s\n", s)
 	}
 }
