@@ -39,15 +39,21 @@ func (c *client) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		fmt.Fprintf(c.stderr, "%s asked for a %s-mode elicitation, which elicit does not support; cancelling it\n", c.server, p.Mode)
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}
-	raw, err := c.schemas.original(p.RequestedSchema)
-	if err == nil {
-		var form *validator.Compiled
-		if form, err = validator.CompileMCPSchema(raw); err == nil {
-			return c.answerer.answer(ctx, question{server: c.server, n: c.asked, message: p.Message, form: form})
-		}
+	form, err := c.compile(p.RequestedSchema)
+	if err != nil {
+		fmt.Fprintf(c.stderr, "%s asked with a form elicit cannot show (%v); cancelling it\n", c.server, err)
+		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}
-	fmt.Fprintf(c.stderr, "%s asked with a form elicit cannot show (%v); cancelling it\n", c.server, err)
-	return &mcp.ElicitResult{Action: "cancel"}, nil
+	return c.answerer.answer(ctx, question{server: c.server, n: c.asked, message: p.Message, form: form})
+}
+
+// compile turns a requested schema, in the order the server sent it, into a form.
+func (c *client) compile(schema any) (*validator.Compiled, error) {
+	raw, err := c.schemas.original(schema)
+	if err != nil {
+		return nil, err
+	}
+	return validator.CompileMCPSchema(raw)
 }
 
 // noAnswers cancels every question, saying why: with no terminal and no script, waiting

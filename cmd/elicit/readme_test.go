@@ -25,6 +25,21 @@ func freshClone(t *testing.T) string {
 	return dir
 }
 
+// runLine runs one README command line with sh in dir and returns its stdout and stderr,
+// failing the test if it does not succeed.
+func runLine(t *testing.T, dir, line string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*failsafe)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", line)
+	cmd.Dir = dir
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s\nstderr: %s", line, errOut.String())
+	return string(out), errOut.String()
+}
+
 var shellBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
 
 // readmeCommands returns the command lines of the README's shell blocks, block by block.
@@ -60,18 +75,11 @@ func TestReadmeAsANewcomer(t *testing.T) {
 	require.Contains(t, scripted, "--answers examples/")
 
 	t.Run("scripted", func(t *testing.T) {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*failsafe)
-		defer cancel()
-		cmd := exec.CommandContext(ctx, "sh", "-c", scripted)
-		cmd.Dir = dir
-		var stderr strings.Builder
-		cmd.Stderr = &stderr
-		stdout, err := cmd.Output()
-		require.NoError(t, err, "stderr: %s", stderr.String())
-		body := decodeOut(t, string(stdout))["request_body"].(map[string]any)["ShipmentRequest"].(map[string]any)
+		stdout, stderr := runLine(t, dir, scripted)
+		body := decodeOut(t, stdout)["request_body"].(map[string]any)["ShipmentRequest"].(map[string]any)
 		shipment := body["Shipment"].(map[string]any)
 		assert.Equal(t, "Atlanta", shipment["Shipper"].(map[string]any)["Address"].(map[string]any)["City"])
-		assert.Contains(t, stderr.String(), "Missing 3 required field(s) for shipment creation.")
+		assert.Contains(t, stderr, "Missing 3 required field(s) for shipment creation.")
 	})
 
 	t.Run("other non-interactive examples", func(t *testing.T) {
@@ -82,12 +90,7 @@ func TestReadmeAsANewcomer(t *testing.T) {
 					continue // interactive: the first command stands for them
 				}
 				ran++
-				ctx, cancel := context.WithTimeout(context.Background(), 5*failsafe)
-				cmd := exec.CommandContext(ctx, "sh", "-c", line)
-				cmd.Dir = dir
-				out, err := cmd.CombinedOutput()
-				cancel()
-				require.NoError(t, err, "%s\n%s", line, out)
+				runLine(t, dir, line)
 			}
 		}
 		assert.GreaterOrEqual(t, ran, 2, "the elicit section shows tools and a scripted ask_user")

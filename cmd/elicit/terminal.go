@@ -43,16 +43,19 @@ const noAnswer = "\x00none"
 // entry is one field of the form on screen and the variable its widget writes.
 type entry struct {
 	field validator.Field
-	text  string   // text-like fields, and optional booleans ("yes", "no" or noAnswer)
-	yes   bool     // required or defaulted booleans
-	multi []string // multi_select
+	text  string // text-like fields and selects; optional booleans ("yes", "no" or noAnswer)
+	yes   bool   // a boolean shown as a Yes/No confirm
+	// confirm: a required or defaulted boolean, which always has an answer, is a Yes/No
+	// confirm; any other boolean is a select that can be left unanswered.
+	confirm bool
+	multi   []string // multi_select
 }
 
 // value is the entry's answer, or false when the person left it blank.
 func (e *entry) value() (any, bool) {
 	switch e.field.Type {
 	case validator.Boolean:
-		if e.text == "" { // a yes/no confirm
+		if e.confirm {
 			return e.yes, true
 		}
 		if e.text == noAnswer {
@@ -183,9 +186,9 @@ func newEntry(f validator.Field) *entry {
 	e := &entry{field: f}
 	switch f.Type {
 	case validator.Boolean:
-		if b, ok := f.Default.(bool); ok {
-			e.yes = b
-		} else if !f.Required {
+		b, defaulted := f.Default.(bool)
+		e.yes, e.confirm = b, defaulted || f.Required
+		if !e.confirm {
 			e.text = noAnswer
 		}
 	case validator.MultiSelect:
@@ -299,7 +302,7 @@ func widget(form *validator.Compiled, e *entry) huh.Field {
 	}
 	switch f.Type {
 	case validator.Boolean:
-		if e.text == "" {
+		if e.confirm {
 			return huh.NewConfirm().Title(label(f)).Description(f.Description).Affirmative("Yes").Negative("No").Value(&e.yes)
 		}
 		return huh.NewSelect[string]().Title(label(f)).Description(hint(f)).Value(&e.text).
