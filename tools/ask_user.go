@@ -4,8 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
+	"slices"
+	"strings"
 	"time"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"elicitd/session"
@@ -50,21 +54,106 @@ invalid. The result's "status" is completed (with "data"), declined, cancelled o
 Never ask for passwords, API keys or payment details here. Instead of "form" you may pass an
 MCP requestedSchema as "schema".`
 
+// askUserSchema is ask_user's input schema, inferred from AskUserInput as mcp.AddTool would.
+var askUserSchema = func() *jsonschema.Schema {
+	sch, err := jsonschema.For[AskUserInput](nil)
+	if err != nil {
+		panic("tools: ask_user's input schema: " + err.Error()) // a fixed type: caught by any test
+	}
+	return sch
+}()
+
+// ask_user decodes its own arguments rather than through mcp.AddTool: a pull-era call that
+// resumes a question carries the arguments already checked when it started (its RequestState
+// binds them), so they are decoded only for a call that starts one, straight into the form
+// compiler, and bad arguments get the tool error shape every other failure has.
 func (s *Server) addAskUser() {
-	mcp.AddTool(s.MCP, &mcp.Tool{Name: "ask_user", Title: "Ask the user", Description: askUserDescription}, s.askUser)
+	s.MCP.AddTool(&mcp.Tool{Name: "ask_user", Title: "Ask the user", Description: askUserDescription, InputSchema: askUserSchema}, s.askUser)
 }
 
-func (s *Server) askUser(ctx context.Context, req *mcp.CallToolRequest, in AskUserInput) (*mcp.CallToolResult, any, error) {
+func (s *Server) askUser(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return s.el.Call(ctx, req, func() (Ask, *Error) {
-		form, err := s.compileAsk(in)
-		if err != nil {
-			return Ask{}, err
+		in, terr := decodeAskUser(req.Params.Arguments)
+		if terr != nil {
+			return Ask{}, terr
+		}
+		form, terr := s.compileAsk(in)
+		if terr != nil {
+			return Ask{}, terr
 		}
 		return Ask{Tool: "ask_user", Title: form.Title(), Message: in.Message, Form: form,
 			Timeout: time.Duration(in.TimeoutSeconds) * time.Second, MaxAttempts: in.MaxAttempts}, nil
 	}, func(o session.Outcome) *mcp.CallToolResult {
 		return jsonResult(askUserResult(o), false)
-	}), nil, nil
+	}), nil
+}
+
+// askUserArgs is AskUserInput as decoded: the form or schema kept as the JSON it came as.
+type askUserArgs struct {
+	Message        string
+	Form, Schema   json.RawMessage // absent or null: nil
+	TimeoutSeconds int
+	MaxAttempts    int
+}
+
+// askUserArgNames are ask_user's arguments, in the order they are checked.
+var askUserArgNames = []string{"message", "form", "schema", "timeout_seconds", "max_attempts"}
+
+// decodeAskUser reads ask_user's arguments as its input schema describes them, naming the
+// argument at fault and what it must be.
+func decodeAskUser(raw json.RawMessage) (askUserArgs, *Error) {
+	bad := func(format string, args ...any) (askUserArgs, *Error) {
+		return askUserArgs{}, Errorf(CodeInvalidForm, "invalid_arguments", format, args...)
+	}
+	var fields map[string]json.RawMessage
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, &fields); err != nil {
+			return bad("the arguments must be a JSON object with message and form or schema")
+		}
+	}
+	var unknown []string
+	for name := range fields {
+		if !slices.Contains(askUserArgNames, name) {
+			unknown = append(unknown, name)
+		}
+	}
+	if len(unknown) > 0 {
+		slices.Sort(unknown)
+		return bad("unknown argument %q: ask_user takes %s", unknown[0], strings.Join(askUserArgNames, ", "))
+	}
+	var in askUserArgs
+	if v, ok := fields["message"]; ok && json.Unmarshal(v, &in.Message) != nil {
+		return bad(`"message" must be a string, got %s`, v)
+	}
+	for _, arg := range []struct {
+		name string
+		dst  *json.RawMessage
+	}{{"form", &in.Form}, {"schema", &in.Schema}} {
+		name := arg.name
+		switch v := fields[name]; {
+		case v == nil || string(v) == "null":
+		case v[0] != '{':
+			return bad("%q must be an object, got %s", name, v)
+		default:
+			*arg.dst = v
+		}
+	}
+	for _, arg := range []struct {
+		name string
+		dst  *int
+	}{{"timeout_seconds", &in.TimeoutSeconds}, {"max_attempts", &in.MaxAttempts}} {
+		name := arg.name
+		v, ok := fields[name]
+		if !ok {
+			continue
+		}
+		var n float64
+		if json.Unmarshal(v, &n) != nil || n != math.Trunc(n) || math.Abs(n) > math.MaxInt32 {
+			return bad("%q must be a whole number, got %s", name, v)
+		}
+		*arg.dst = int(n)
+	}
+	return in, nil
 }
 
 func askUserResult(o session.Outcome) AskUserResult {
@@ -87,7 +176,7 @@ func askUserResult(o session.Outcome) AskUserResult {
 
 // compileAsk compiles the form or schema of an ask_user call, refusing what form mode must
 // not carry.
-func (s *Server) compileAsk(in AskUserInput) (*validator.Compiled, *Error) {
+func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
 	if in.Message == "" {
 		return nil, Errorf(CodeInvalidForm, "no_message", `"message" is required: say what you are asking and why`)
 	}
@@ -97,11 +186,9 @@ func (s *Server) compileAsk(in AskUserInput) (*validator.Compiled, *Error) {
 	var f validator.Form
 	var err error
 	if in.Form != nil {
-		raw, _ := json.Marshal(in.Form) // decoded from JSON: it encodes
-		f, err = validator.ParseForm(raw)
+		f, err = validator.ParseForm(in.Form)
 	} else {
-		raw, _ := json.Marshal(in.Schema)
-		f, err = validator.FromMCPSchema(raw)
+		f, err = validator.FromMCPSchema(in.Schema)
 	}
 	if err == nil {
 		f.MaxAnswerBytes = s.opts.MaxAnswerBytes

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"crypto/rand"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -74,7 +75,8 @@ type Step struct {
 type pullState struct {
 	prompts chan session.Prompt
 	tool    string
-	args    string
+	args    json.RawMessage // the arguments of the call that started it
+	digest  string          // argsDigest(args), bound by every RequestState it issues
 }
 
 // Prompt hands the prompt to whichever tool call comes for it.
@@ -206,7 +208,8 @@ func (x *Elicitor) Start(ctx context.Context, req *mcp.CallToolRequest, ask Ask)
 	}
 	var ps *pullState
 	if pull {
-		ps = &pullState{prompts: make(chan session.Prompt, spec.MaxAttempts), tool: req.Params.Name, args: argsHash(req.Params.Arguments)}
+		ps = &pullState{prompts: make(chan session.Prompt, spec.MaxAttempts), tool: req.Params.Name,
+			args: slices.Clone(req.Params.Arguments), digest: argsDigest(req.Params.Arguments)}
 		spec.Prompter = ps
 	} else {
 		spec.Prompter = pushPrompter{ss: req.Session}
@@ -383,7 +386,7 @@ func (x *Elicitor) nextPull(owner string, e *session.Elicitation, ps *pullState)
 			if pr.Round != e.Snapshot().Attempt {
 				continue // superseded while queued
 			}
-			token := x.signer.sign(requestState{ID: e.ID(), Owner: owner, Tool: ps.tool, Args: ps.args, Round: pr.Round,
+			token := x.signer.sign(requestState{ID: e.ID(), Owner: owner, Tool: ps.tool, Args: ps.digest, Round: pr.Round,
 				Expires: x.clk.Now().Add(stateLifetime).Unix()})
 			return Step{Pending: &mcp.CallToolResult{
 				InputRequests: mcp.InputRequestMap{inputKey(pr.Round): elicitParams(pr)},
@@ -412,11 +415,18 @@ func (x *Elicitor) Resume(ctx context.Context, req *mcp.CallToolRequest) (Step, 
 	if st.Owner != owner {
 		return Step{}, stateError("foreign", "the requestState belongs to another client session")
 	}
-	if st.Tool != req.Params.Name || st.Args != argsHash(req.Params.Arguments) {
+	foreignCall := func() (Step, *Error) {
 		return Step{}, stateError("foreign", "the requestState belongs to another tool call (tool or arguments differ)")
+	}
+	if st.Tool != req.Params.Name {
+		return foreignCall()
 	}
 	e, eOwner, ok := x.reg.Get(st.ID)
 	v, pulled := x.pulls.Load(st.ID)
+	if ok && pulled && eOwner == owner && st.Args != argsDigest(req.Params.Arguments) &&
+		!sameArgs(v.(*pullState).args, req.Params.Arguments) {
+		return foreignCall() // not merely re-encoded: other arguments
+	}
 	if !ok || !pulled || eOwner != owner {
 		x.mu.Lock()
 		how := x.recent[st.ID]

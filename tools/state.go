@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
@@ -16,7 +17,7 @@ type requestState struct {
 	ID      string `json:"id"`
 	Owner   string `json:"o"`
 	Tool    string `json:"t"`
-	Args    string `json:"a"` // base64 of SHA-256 over the canonical arguments
+	Args    string `json:"a"` // argsDigest of the arguments of the call that started it
 	Round   int    `json:"r"`
 	Expires int64  `json:"e"` // unix seconds
 }
@@ -63,16 +64,29 @@ func (s stateSigner) open(token string) (requestState, error) {
 	return st, nil
 }
 
-// argsHash hashes tool arguments in a canonical form (object keys sorted), so a client that
-// re-encodes the same arguments still matches.
-func argsHash(args json.RawMessage) string {
-	var v any
-	canon := []byte("null")
-	if len(args) > 0 && json.Unmarshal(args, &v) == nil {
-		canon, _ = json.Marshal(v)
-	}
-	sum := sha256.Sum256(canon)
+// argsDigest is what a RequestState binds of its tool call's arguments: a SHA-256 of the bytes
+// as sent. Clients resend the arguments they sent first, so comparing digests settles almost
+// every resumed call; sameArgs settles the rest.
+func argsDigest(args json.RawMessage) string {
+	sum := sha256.Sum256(args)
 	return base64.RawURLEncoding.EncodeToString(sum[:])
+}
+
+// sameArgs reports whether two tool calls' arguments are the same JSON value, whatever their
+// key order and spacing; absent arguments equal null.
+func sameArgs(a, b json.RawMessage) bool {
+	return bytes.Equal(canonicalJSON(a), canonicalJSON(b))
+}
+
+// canonicalJSON re-encodes a JSON value with object keys sorted; absent or unreadable is null.
+func canonicalJSON(raw json.RawMessage) []byte {
+	var v any
+	if len(raw) > 0 && json.Unmarshal(raw, &v) == nil {
+		if out, err := json.Marshal(v); err == nil {
+			return out
+		}
+	}
+	return []byte("null")
 }
 
 // expired reports whether st has expired at now.

@@ -20,7 +20,7 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStateTokensAreSignedAndBound(t *testing.T) {
 	s := stateSigner{key: []byte(strings.Repeat("k", 32))}
-	st := requestState{ID: "E1", Owner: "O1", Tool: "ask_user", Args: argsHash(json.RawMessage(`{"a":1}`)), Round: 2, Expires: 1000}
+	st := requestState{ID: "E1", Owner: "O1", Tool: "ask_user", Args: argsDigest(json.RawMessage(`{"a":1}`)), Round: 2, Expires: 1000}
 	tok := s.sign(st)
 	got, err := s.open(tok)
 	require.NoError(t, err)
@@ -44,12 +44,39 @@ func TestStateTokensAreSignedAndBound(t *testing.T) {
 	assert.True(t, st.expired(time.Unix(1000, 0)), "expired at its expiry")
 }
 
-func TestArgsHashIsCanonical(t *testing.T) {
-	a := argsHash(json.RawMessage(`{"message":"m","form":{"b":1,"a":[1,2]}}`))
-	b := argsHash(json.RawMessage(` { "form" : {"a":[1,2],"b":1}, "message":"m" } `))
-	assert.Equal(t, a, b, "key order and spacing do not matter")
-	assert.NotEqual(t, a, argsHash(json.RawMessage(`{"message":"n","form":{"b":1,"a":[1,2]}}`)))
-	assert.Equal(t, argsHash(nil), argsHash(json.RawMessage(`null`)))
+func TestSameArgsIgnoresKeyOrderAndSpacing(t *testing.T) {
+	a := json.RawMessage(`{"message":"m","form":{"b":1,"a":[1,2]}}`)
+	assert.True(t, sameArgs(a, json.RawMessage(` { "form" : {"a":[1,2],"b":1}, "message":"m" } `)), "key order and spacing do not matter")
+	assert.False(t, sameArgs(a, json.RawMessage(`{"message":"n","form":{"b":1,"a":[1,2]}}`)))
+	assert.False(t, sameArgs(a, json.RawMessage(`{"message":"m","form":{"b":1,"a":[2,1]}}`)), "array order matters")
+	assert.True(t, sameArgs(nil, json.RawMessage(`null`)))
+	assert.NotEqual(t, argsDigest(a), argsDigest(json.RawMessage(`{"message":"n","form":{"b":1,"a":[1,2]}}`)))
+}
+
+func TestDecodeAskUserNamesTheBadArgument(t *testing.T) {
+	in, err := decodeAskUser(json.RawMessage(`{"message":"m","form":{"fields":[]},"timeout_seconds":30,"max_attempts":2.0}`))
+	require.Nil(t, err)
+	assert.Equal(t, askUserArgs{Message: "m", Form: json.RawMessage(`{"fields":[]}`), TimeoutSeconds: 30, MaxAttempts: 2}, in)
+	in, err = decodeAskUser(json.RawMessage(`{"message":"m","schema":{"type":"object"},"form":null}`))
+	require.Nil(t, err)
+	assert.Nil(t, in.Form, "null is absent")
+	assert.Equal(t, json.RawMessage(`{"type":"object"}`), in.Schema)
+
+	for raw, want := range map[string]string{
+		`[1]`:                                   "the arguments must be a JSON object",
+		`{"message":5}`:                         `"message" must be a string, got 5`,
+		`{"message":"m","form":[1]}`:            `"form" must be an object, got [1]`,
+		`{"message":"m","schema":"s"}`:          `"schema" must be an object, got "s"`,
+		`{"message":"m","timeout_seconds":1.5}`: `"timeout_seconds" must be a whole number, got 1.5`,
+		`{"message":"m","max_attempts":"3"}`:    `"max_attempts" must be a whole number, got "3"`,
+		`{"message":"m","zeta":1,"alpha":2}`:    `unknown argument "alpha": ask_user takes message, form, schema, timeout_seconds, max_attempts`,
+	} {
+		_, err := decodeAskUser(json.RawMessage(raw))
+		require.NotNil(t, err, raw)
+		assert.Equal(t, CodeInvalidForm, err.Code, raw)
+		assert.Equal(t, "invalid_arguments", err.Reason, raw)
+		assert.Contains(t, err.Message, want, raw)
+	}
 }
 
 func TestOutcomeErrorCodes(t *testing.T) {

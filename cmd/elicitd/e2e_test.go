@@ -301,6 +301,13 @@ func TestRateLimitAndInvalidForm(t *testing.T) {
 	assert.Equal(t, "INVALID_FORM", out["code"])
 	out, _ = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": map[string]any{"fields": []any{map[string]any{"name": "x", "type": "colour"}}}})
 	assert.Contains(t, out["message"], `unknown type "colour"`)
+	// Arguments that break ask_user's input schema get the same error shape, naming the argument.
+	out, isErr = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": nameForm, "timeout_seconds": "soon"})
+	require.True(t, isErr)
+	assert.Equal(t, "invalid_arguments", out["reason"])
+	assert.Contains(t, out["message"], `"timeout_seconds" must be a whole number, got "soon"`)
+	out, _ = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": nameForm, "colour": "red"})
+	assert.Contains(t, out["message"], `unknown argument "colour"`)
 
 	out, isErr = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": nameForm})
 	require.False(t, isErr, "%v", out)
@@ -395,7 +402,7 @@ func TestRequestStateIsChecked(t *testing.T) {
 	}
 	good := mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": ""}}}
 
-	retry := func(cs *mcp.ClientSession, state string, responses mcp.InputResponseMap, a map[string]any) map[string]any {
+	retry := func(cs *mcp.ClientSession, state string, responses mcp.InputResponseMap, a any) map[string]any {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: a, RequestState: state, InputResponses: responses})
 		require.NoError(t, err)
 		if res.NeedsInput() {
@@ -420,7 +427,11 @@ func TestRequestStateIsChecked(t *testing.T) {
 	assert.Contains(t, second.InputRequests, "elicit-2")
 	// The round-1 state is now stale.
 	assert.Equal(t, "stale_round", reason(retry(h.cs, state, good, args)))
-	done := retry(h.cs, second.RequestState, mcp.InputResponseMap{"elicit-2": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}, args)
+	// The same arguments encoded differently (key order, spacing) are the same call.
+	form, err := json.Marshal(nameForm)
+	require.NoError(t, err)
+	reencoded := json.RawMessage(`{ "message" : "m", "form": ` + string(form) + ` }`)
+	done := retry(h.cs, second.RequestState, mcp.InputResponseMap{"elicit-2": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}, reencoded)
 	assert.Equal(t, "completed", done["status"])
 	// Replaying the finished state is refused.
 	assert.Equal(t, "finished", reason(retry(h.cs, second.RequestState, good, args)))
