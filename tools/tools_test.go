@@ -79,6 +79,22 @@ func TestDecodeAskUserNamesTheBadArgument(t *testing.T) {
 	}
 }
 
+func TestFormElicitationReadsPullEraCapabilitiesAsTheSDKDoes(t *testing.T) {
+	for _, caps := range []string{
+		`{"elicitation":{}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{"url":{}}}`,
+		`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":null,"url":{}}}`, `{}`,
+		`{"elicitation":null}`, `{"sampling":{}}`, `{"elicitation":{"form":true}}`, `{"elicitation":"yes"}`, `null`, `[]`,
+	} {
+		var v any
+		require.NoError(t, json.Unmarshal([]byte(caps), &v))
+		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: v}}}
+		assert.Equal(t, supportsForm(req.ClientCapabilities()), formElicitation(req), caps)
+	}
+	form := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
+	assert.True(t, formElicitation(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: form}}}))
+	assert.False(t, formElicitation(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}), "no capabilities at all")
+}
+
 func TestOutcomeErrorCodes(t *testing.T) {
 	errs := []validator.FieldError{{Field: "w", Message: "W: bad"}}
 	cases := []struct {
