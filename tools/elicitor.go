@@ -238,7 +238,12 @@ func (x *Elicitor) Start(ctx context.Context, req *mcp.CallToolRequest, ask Ask)
 			args: slices.Clone(req.Params.Arguments), digest: argsDigest(req.Params.Arguments)}
 		spec.Prompter = ps
 	} else {
-		spec.Prompter = pushPrompter{ss: req.Session}
+		// A prompt's elicitation/create lives until the question ends, which it has when
+		// Start returns (wait sees to that); then the SDK tells the client with
+		// notifications/cancelled.
+		prompts, stopPrompts := context.WithCancel(context.Background())
+		defer stopPrompts()
+		spec.Prompter = pushPrompter{ss: req.Session, ctx: prompts}
 	}
 	e, err := x.reg.Start(owner, spec)
 	if err != nil {
@@ -329,31 +334,18 @@ func (x *Elicitor) wait(ctx context.Context, req *mcp.CallToolRequest, e *sessio
 	}
 }
 
-// pushPrompter sends each prompt as an elicitation/create request, cancelled when the
-// elicitation ends first.
+// pushPrompter sends each prompt as an elicitation/create request on its own goroutine, under
+// ctx, which is cancelled once the elicitation has ended.
 type pushPrompter struct {
-	ss *mcp.ServerSession
+	ss  *mcp.ServerSession
+	ctx context.Context
 }
 
 func (p pushPrompter) Prompt(pr session.Prompt) {
 	go func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		defer cancel()
-		type reply struct {
-			res *mcp.ElicitResult
-			err error
-		}
-		replies := make(chan reply, 1)
-		go func() {
-			res, err := p.ss.Elicit(ctx, elicitParams(pr))
-			replies <- reply{res, err}
-		}()
-		select {
-		case r := <-replies:
-			_ = pr.Elicitation.Answer(toAnswer(pr.Round, r.res, r.err))
-		case <-pr.Elicitation.Done():
-			cancel() // the SDK tells the client with notifications/cancelled
-			<-replies
+		res, err := p.ss.Elicit(p.ctx, elicitParams(pr))
+		if p.ctx.Err() == nil {
+			_ = pr.Elicitation.Answer(toAnswer(pr.Round, res, err))
 		}
 	}()
 }
