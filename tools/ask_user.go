@@ -2,6 +2,7 @@ package tools
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"math"
@@ -174,6 +175,18 @@ func askUserResult(o session.Outcome) AskUserResult {
 	return r
 }
 
+// formKey names a form or schema by a SHA-256 of its kind and its JSON as sent.
+type formKey [sha256.Size]byte
+
+// Agents tend to ask the same question again, and parsing and compiling its form is most of
+// ask_user's own work on a call, so the server keeps the forms it compiled last (a *Compiled
+// is immutable and shared freely). Forms larger than cachedFormMax are compiled every time,
+// which bounds the cache's memory.
+const (
+	formCacheSize = 256
+	cachedFormMax = 16 << 10
+)
+
 // compileAsk compiles the form or schema of an ask_user call, refusing what form mode must
 // not carry.
 func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
@@ -182,6 +195,21 @@ func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
 	}
 	if (in.Form == nil) == (in.Schema == nil) {
 		return nil, Errorf(CodeInvalidForm, "form_or_schema", `give exactly one of "form" and "schema"`)
+	}
+	raw, kind := in.Form, byte('f')
+	if raw == nil {
+		raw, kind = in.Schema, 's'
+	}
+	var key formKey
+	cacheable := len(raw) <= cachedFormMax
+	if cacheable {
+		h := sha256.New()
+		h.Write([]byte{kind})
+		h.Write(raw)
+		h.Sum(key[:0])
+		if c, ok := s.forms.Get(key); ok {
+			return c, nil
+		}
 	}
 	var f validator.Form
 	var err error
@@ -197,6 +225,9 @@ func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
 			if c.HasSensitive() {
 				return nil, Errorf(CodeInvalidForm, "sensitive_field",
 					"a field is marked sensitive: secrets must not be asked for in form mode (URL mode is needed, and not offered yet)")
+			}
+			if cacheable {
+				s.forms.Add(key, c)
 			}
 			return c, nil
 		}

@@ -1,8 +1,10 @@
 package tools
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -93,6 +95,38 @@ func TestFormElicitationReadsPullEraCapabilitiesAsTheSDKDoes(t *testing.T) {
 	form := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
 	assert.True(t, formElicitation(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: form}}}))
 	assert.False(t, formElicitation(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}), "no capabilities at all")
+}
+
+func TestCompileAskReusesAFormItCompiledBefore(t *testing.T) {
+	srv := NewServer(Options{}, "test")
+	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	form := json.RawMessage(`{"title":"T","fields":[{"name":"a","type":"text"}]}`)
+	first, err := srv.compileAsk(askUserArgs{Message: "m", Form: form})
+	require.Nil(t, err)
+	again, err := srv.compileAsk(askUserArgs{Message: "m", Form: slices.Clone(form)})
+	require.Nil(t, err)
+	assert.Same(t, first, again, "the same form's JSON: compiled once")
+
+	other, err := srv.compileAsk(askUserArgs{Message: "m", Form: json.RawMessage(`{"title":"T","fields":[{"name":"b","type":"text"}]}`)})
+	require.Nil(t, err)
+	assert.NotSame(t, first, other)
+	assert.Equal(t, "b", other.Fields()[0].Name)
+
+	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)
+	fromSchema, err := srv.compileAsk(askUserArgs{Message: "m", Schema: schema})
+	require.Nil(t, err)
+	_, err = srv.compileAsk(askUserArgs{Message: "m", Form: schema})
+	require.NotNil(t, err, "the same bytes as a form are another question: a schema is not a valid form")
+	assert.Equal(t, "invalid_definition", err.Reason)
+	again, _ = srv.compileAsk(askUserArgs{Message: "m", Schema: schema})
+	assert.Same(t, fromSchema, again)
+
+	sensitive := json.RawMessage(`{"fields":[{"name":"pw","type":"text","sensitive":true}]}`)
+	for range 2 {
+		_, err = srv.compileAsk(askUserArgs{Message: "m", Form: sensitive})
+		require.NotNil(t, err, "a refusal is never cached as a form")
+		assert.Equal(t, "sensitive_field", err.Reason)
+	}
 }
 
 func TestOutcomeErrorCodes(t *testing.T) {
