@@ -49,40 +49,126 @@ func bareBinary(b *testing.B) string {
 }
 
 // BenchmarkRoundTrip compares a whole answered tool call through elicitd's ask_user with the
-// same call to a bare go-sdk server, both over in-memory transports with a go-sdk client
-// that answers at once, in both eras, from 1 and 16 goroutines. It reports calls/s and the
-// p50 and p99 latency of a call.
+// same question from a bare go-sdk server, with a go-sdk client that answers at once: over
+// stdio (the built binaries) and in process (in-memory transports), in both eras, from 1 and
+// 16 goroutines. Each sub-benchmark connects every implementation, then takes turns between
+// them in batches of calls (rotating who goes first), so a machine whose speed drifts during
+// the run slows them all alike; b.N is calls per implementation. It reports, per
+// implementation, calls/s over the time spent on its own batches and the p50 and p99 latency of
+// a call, and elicitd's calls/s as a fraction of the bare server's ("elicitd/bare").
+//
+// Implementations: "bare" (the bare tool, no arguments), "bare-args" (the bare tool given
+// ask_user's arguments, to show what carrying the form costs the SDK), "elicitd" (ask_user),
+// and in process "engine" (elicitd's engine with a precompiled form, no arguments).
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, transport := range []string{"stdio", "mem"} {
 		for _, era := range []struct{ name, version string }{{"pull", ""}, {"push", "2025-11-25"}} {
 			for _, conc := range []int{1, 16} {
-				for _, impl := range []string{"bare", "bare-args", "elicitd", "engine"} {
-					if transport == "stdio" && impl == "engine" {
-						continue // the engine variant is an in-process tool
+				b.Run(fmt.Sprintf("%s/%s/c%d", transport, era.name, conc), func(b *testing.B) {
+					impls := []string{"bare", "bare-args", "elicitd", "engine"}
+					if transport == "stdio" {
+						impls = impls[:3] // the engine variant is an in-process tool
 					}
-					b.Run(fmt.Sprintf("%s/%s/%s/c%d", transport, era.name, impl, conc), func(b *testing.B) {
-						tool, args := "ask", map[string]any{}
-						switch impl {
-						case "bare-args":
-							tool, args = "ask_args", map[string]any{"message": "m", "form": benchForm}
-						case "elicitd":
-							tool, args = "ask_user", map[string]any{"message": "m", "form": benchForm}
-						}
-						cs, done := benchSession(b, transport, impl, era.version)
-						roundTrips(b, conc, func() error {
-							res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
-							if err == nil && res.IsError {
-								err = fmt.Errorf("tool error: %v", res.Content)
+					runs := make([]*implRun, len(impls))
+					for i, impl := range impls {
+						runs[i] = newImplRun(b, transport, impl, era.version)
+					}
+					size := 8 * conc
+					b.ResetTimer()
+					for round := 0; round*size < b.N; round++ {
+						n := min(size, b.N-round*size)
+						for k := range runs {
+							if err := runs[(round+k)%len(runs)].batch(conc, n); err != nil {
+								b.Fatal(err)
 							}
-							return err
-						})
-						_ = cs.Close()
-						done()
-					})
-				}
+						}
+					}
+					b.StopTimer()
+					rate := map[string]float64{}
+					for _, r := range runs {
+						rate[r.impl] = r.report(b)
+						r.close()
+					}
+					b.ReportMetric(rate["elicitd"]/rate["bare"], "elicitd/bare")
+				})
 			}
 		}
 	}
+}
+
+// implRun is one implementation's session and what its batches measured.
+type implRun struct {
+	impl  string
+	call  func() error
+	close func()
+	busy  time.Duration
+	lat   []time.Duration
+}
+
+func newImplRun(b *testing.B, transport, impl, version string) *implRun {
+	tool, args := "ask", map[string]any{}
+	switch impl {
+	case "bare-args":
+		tool, args = "ask_args", map[string]any{"message": "m", "form": benchForm}
+	case "elicitd":
+		tool, args = "ask_user", map[string]any{"message": "m", "form": benchForm}
+	}
+	cs, done := benchSession(b, transport, impl, version)
+	return &implRun{
+		impl: impl,
+		call: func() error {
+			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+			if err == nil && res.IsError {
+				err = fmt.Errorf("%s: tool error: %v", impl, res.Content)
+			}
+			return err
+		},
+		close: func() {
+			_ = cs.Close()
+			done()
+		},
+	}
+}
+
+// batch makes n calls from conc goroutines, adding their latencies and the batch's duration.
+func (r *implRun) batch(conc, n int) error {
+	var next atomic.Int64
+	lat := make([]time.Duration, n)
+	errs := make(chan error, conc)
+	began := time.Now()
+	var wg sync.WaitGroup
+	for range conc {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(n); i = next.Add(1) - 1 {
+				t0 := time.Now()
+				if err := r.call(); err != nil {
+					errs <- err
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		})
+	}
+	wg.Wait()
+	r.busy += time.Since(began)
+	r.lat = append(r.lat, lat...)
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+// report adds the implementation's calls/s, p50 and p99 to b's metrics and returns calls/s.
+func (r *implRun) report(b *testing.B) float64 {
+	slices.Sort(r.lat)
+	n := len(r.lat)
+	rate := float64(n) / r.busy.Seconds()
+	b.ReportMetric(rate, r.impl+"-calls/s")
+	b.ReportMetric(float64(r.lat[n/2].Microseconds()), r.impl+"-p50-us")
+	b.ReportMetric(float64(r.lat[min(n-1, n*99/100)].Microseconds()), r.impl+"-p99-us")
+	return rate
 }
 
 // benchSession connects an answering client to the implementation under test: its binary
@@ -151,40 +237,4 @@ func addEngineTool(b *testing.B, srv *tools.Server) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
 		}), nil, nil
 	})
-}
-
-// roundTrips makes b.N calls from conc goroutines and reports calls/s, p50 and p99.
-func roundTrips(b *testing.B, conc int, call func() error) {
-	var next atomic.Int64
-	lat := make([]time.Duration, b.N)
-	var failed atomic.Value
-	b.ResetTimer()
-	began := time.Now()
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			for {
-				i := next.Add(1) - 1
-				if i >= int64(b.N) {
-					return
-				}
-				t0 := time.Now()
-				if err := call(); err != nil {
-					failed.Store(err)
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		})
-	}
-	wg.Wait()
-	elapsed := time.Since(began)
-	b.StopTimer()
-	if err := failed.Load(); err != nil {
-		b.Fatal(err)
-	}
-	slices.Sort(lat)
-	b.ReportMetric(float64(b.N)/elapsed.Seconds(), "calls/s")
-	b.ReportMetric(float64(lat[b.N/2].Microseconds()), "p50-us")
-	b.ReportMetric(float64(lat[min(b.N-1, b.N*99/100)].Microseconds()), "p99-us")
 }
