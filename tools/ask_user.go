@@ -10,7 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"elicitd/session"
@@ -56,13 +55,7 @@ Never ask for passwords, API keys or payment details here. Instead of "form" you
 MCP requestedSchema as "schema".`
 
 // askUserSchema is ask_user's input schema, inferred from AskUserInput as mcp.AddTool would.
-var askUserSchema = func() *jsonschema.Schema {
-	sch, err := jsonschema.For[AskUserInput](nil)
-	if err != nil {
-		panic("tools: ask_user's input schema: " + err.Error()) // a fixed type: caught by any test
-	}
-	return sch
-}()
+var askUserSchema = inputSchema[AskUserInput]()
 
 // ask_user decodes its own arguments rather than through mcp.AddTool: a pull-era call that
 // resumes a question carries the arguments already checked when it started (its RequestState
@@ -104,7 +97,7 @@ var askUserArgNames = []string{"message", "form", "schema", "timeout_seconds", "
 // argument at fault and what it must be.
 func decodeAskUser(raw json.RawMessage) (askUserArgs, *Error) {
 	bad := func(format string, args ...any) (askUserArgs, *Error) {
-		return askUserArgs{}, Errorf(CodeInvalidForm, "invalid_arguments", format, args...)
+		return askUserArgs{}, Errorf(CodeInvalidArgument, "invalid_arguments", format, args...)
 	}
 	var fields map[string]json.RawMessage
 	if len(raw) > 0 && string(raw) != "null" {

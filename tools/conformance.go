@@ -56,12 +56,12 @@ func (s *Server) AddConformanceFixtures() {
 			panic(fmt.Sprintf("conformance schema %s: %v", name, err)) // fixed data, checked by tests
 		}
 		form := rawSchemaForm{compiled, raw}
-		mcp.AddTool(s.MCP, &mcp.Tool{Name: name, Description: "MCP conformance fixture: requests elicitation with a fixed schema"},
-			func(ctx context.Context, req *mcp.CallToolRequest, in conformanceInput) (*mcp.CallToolResult, any, error) {
+		addTool(s.MCP, &mcp.Tool{Name: name, Description: "MCP conformance fixture: requests elicitation with a fixed schema"},
+			func(ctx context.Context, req *mcp.CallToolRequest, in conformanceInput) *mcp.CallToolResult {
 				return s.el.Call(ctx, req, func() (Ask, *Error) {
 					msg := cmp.Or(in.Message, "Please answer the conformance test form")
 					return Ask{Tool: name, Title: name, Message: msg, Form: compiled, WireForm: form}, nil
-				}, func(o session.Outcome) *mcp.CallToolResult { return conformanceResult(name, o) }), nil, nil
+				}, func(o session.Outcome) *mcp.CallToolResult { return conformanceResult(name, o) })
 			})
 	}
 }

@@ -30,6 +30,8 @@ const (
 	CodeRateLimited         = "RATE_LIMITED"
 	CodeTooMany             = "TOO_MANY_ELICITATIONS"
 	CodeNotFound            = "NOT_FOUND"
+	// CodeInvalidArgument: a tool's arguments break its input schema, or a value is out of range.
+	CodeInvalidArgument = "INVALID_ARGUMENT"
 )
 
 // Missing names one thing a tool still needs from the person.

@@ -9,9 +9,6 @@ import (
 	"elicitd/session"
 )
 
-// CodeInvalidArgument is returned for a management tool argument out of range.
-const CodeInvalidArgument = "INVALID_ARGUMENT"
-
 // MaxExtendSeconds bounds one extend_elicitation call; the elicitation's lifetime bounds the
 // total.
 const MaxExtendSeconds = 3600
@@ -39,15 +36,15 @@ type extendInput struct {
 }
 
 func (s *Server) addManagement() {
-	mcp.AddTool(s.MCP, &mcp.Tool{Name: "list_elicitations", Title: "List open questions",
+	addTool(s.MCP, &mcp.Tool{Name: "list_elicitations", Title: "List open questions",
 		Description: "List the questions this session is still waiting on: id, tool, state, attempt, age and deadline."}, s.list)
-	mcp.AddTool(s.MCP, &mcp.Tool{Name: "cancel_elicitation", Title: "Cancel a question",
+	addTool(s.MCP, &mcp.Tool{Name: "cancel_elicitation", Title: "Cancel a question",
 		Description: "Cancel one of this session's open questions by id; the tool call waiting on it returns."}, s.cancel)
-	mcp.AddTool(s.MCP, &mcp.Tool{Name: "extend_elicitation", Title: "Give more time",
+	addTool(s.MCP, &mcp.Tool{Name: "extend_elicitation", Title: "Give more time",
 		Description: "Move the deadline of one of this session's open questions later by a number of seconds (bounded)."}, s.extend)
 }
 
-func (s *Server) list(_ context.Context, req *mcp.CallToolRequest, _ listInput) (*mcp.CallToolResult, any, error) {
+func (s *Server) list(_ context.Context, req *mcp.CallToolRequest, _ listInput) *mcp.CallToolResult {
 	now := s.opts.Clock.Now()
 	out := []listedElicitation{}
 	for _, snap := range s.Registry.List(s.el.owner(req.Session), session.Pending, session.Active) {
@@ -55,7 +52,7 @@ func (s *Server) list(_ context.Context, req *mcp.CallToolRequest, _ listInput) 
 			Attempt: snap.Attempt, MaxAttempts: snap.MaxAttempts, AgeSeconds: now.Sub(snap.Created).Seconds(),
 			Deadline: snap.Deadline.UTC().Format(time.RFC3339)})
 	}
-	return jsonResult(map[string]any{"elicitations": out}, false), nil, nil
+	return jsonResult(map[string]any{"elicitations": out}, false)
 }
 
 // owned returns the caller's live elicitation with that id; another session's is NOT_FOUND
@@ -68,28 +65,28 @@ func (s *Server) owned(req *mcp.CallToolRequest, id string) (*session.Elicitatio
 	return e, nil
 }
 
-func (s *Server) cancel(_ context.Context, req *mcp.CallToolRequest, in idInput) (*mcp.CallToolResult, any, error) {
+func (s *Server) cancel(_ context.Context, req *mcp.CallToolRequest, in idInput) *mcp.CallToolResult {
 	e, terr := s.owned(req, in.ID)
 	if terr != nil {
-		return terr.Result(), nil, nil
+		return terr.Result()
 	}
 	if err := e.Cancel(session.Operator); err != nil {
-		return Errorf(CodeNotFound, "finished", "question %q has already ended", in.ID).Result(), nil, nil
+		return Errorf(CodeNotFound, "finished", "question %q has already ended", in.ID).Result()
 	}
-	return jsonResult(map[string]any{"id": in.ID, "state": "cancelled"}, false), nil, nil
+	return jsonResult(map[string]any{"id": in.ID, "state": "cancelled"}, false)
 }
 
-func (s *Server) extend(_ context.Context, req *mcp.CallToolRequest, in extendInput) (*mcp.CallToolResult, any, error) {
+func (s *Server) extend(_ context.Context, req *mcp.CallToolRequest, in extendInput) *mcp.CallToolResult {
 	if in.Seconds < 1 || in.Seconds > MaxExtendSeconds {
-		return Errorf(CodeInvalidArgument, "seconds_out_of_range", "seconds must be between 1 and %d, got %d", MaxExtendSeconds, in.Seconds).Result(), nil, nil
+		return Errorf(CodeInvalidArgument, "seconds_out_of_range", "seconds must be between 1 and %d, got %d", MaxExtendSeconds, in.Seconds).Result()
 	}
 	e, terr := s.owned(req, in.ID)
 	if terr != nil {
-		return terr.Result(), nil, nil
+		return terr.Result()
 	}
 	d, err := e.Extend(time.Duration(in.Seconds) * time.Second)
 	if err != nil {
-		return Errorf(CodeNotFound, "finished", "question %q has already ended", in.ID).Result(), nil, nil
+		return Errorf(CodeNotFound, "finished", "question %q has already ended", in.ID).Result()
 	}
-	return jsonResult(map[string]any{"id": in.ID, "deadline": d.UTC().Format(time.RFC3339)}, false), nil, nil
+	return jsonResult(map[string]any{"id": in.ID, "deadline": d.UTC().Format(time.RFC3339)}, false)
 }

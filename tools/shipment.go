@@ -66,23 +66,23 @@ func (j shipJob) noun() string {
 }
 
 func (s *Server) addShipping() {
-	mcp.AddTool(s.MCP, &mcp.Tool{Name: "create_shipment", Title: "Create a UPS shipment",
+	addTool(s.MCP, &mcp.Tool{Name: "create_shipment", Title: "Create a UPS shipment",
 		Description: "Create a UPS shipment from a complete or partial ShipmentRequest body. Missing required fields are asked from the person in one form; fields a form cannot carry are listed for you to add. With dry_run the completed body is returned instead of calling UPS."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in CreateShipmentInput) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in CreateShipmentInput) *mcp.CallToolResult {
 			q := url.Values{}
 			if in.AdditionalAddressValidation != "" {
 				q.Set("additionaladdressvalidation", in.AdditionalAddressValidation)
 			}
 			job := shipJob{kind: shipping.Create, body: in.RequestBody, path: ups.ShipPath(orDefault(in.Version)), query: q,
 				dryRun: in.DryRun, callOpt: ups.CallOptions{TransID: in.TransID, TransactionSrc: in.TransactionSrc}}
-			return s.ship(ctx, req, job), nil, nil
+			return s.ship(ctx, req, job)
 		})
-	mcp.AddTool(s.MCP, &mcp.Tool{Name: "rate_shipment", Title: "Rate a UPS shipment",
+	addTool(s.MCP, &mcp.Tool{Name: "rate_shipment", Title: "Rate a UPS shipment",
 		Description: "Rate (or shop rates for) a UPS shipment from a complete or partial RateRequest body, asking the person for missing required fields. request_option is Rate, Shop, Ratetimeintransit or Shoptimeintransit."},
-		func(ctx context.Context, req *mcp.CallToolRequest, in RateShipmentInput) (*mcp.CallToolResult, any, error) {
+		func(ctx context.Context, req *mcp.CallToolRequest, in RateShipmentInput) *mcp.CallToolResult {
 			option, err := shipping.CanonicalOption(in.RequestOption)
 			if err != nil {
-				return Errorf(CodeMalformed, "invalid_request_option", "request_option %q is not one of Rate, Shop, Ratetimeintransit, Shoptimeintransit", in.RequestOption).Result(), nil, nil
+				return Errorf(CodeMalformed, "invalid_request_option", "request_option %q is not one of Rate, Shop, Ratetimeintransit, Shoptimeintransit", in.RequestOption).Result()
 			}
 			q := url.Values{}
 			if in.AdditionalInfo != "" {
@@ -90,7 +90,7 @@ func (s *Server) addShipping() {
 			}
 			job := shipJob{kind: shipping.Rate, option: option, body: in.RequestBody, path: ups.RatePath(orDefault(in.Version), option), query: q,
 				dryRun: in.DryRun, callOpt: ups.CallOptions{TransID: in.TransID, TransactionSrc: in.TransactionSrc}}
-			return s.ship(ctx, req, job), nil, nil
+			return s.ship(ctx, req, job)
 		})
 }
 

@@ -75,7 +75,7 @@ func TestDecodeAskUserNamesTheBadArgument(t *testing.T) {
 	} {
 		_, err := decodeAskUser(json.RawMessage(raw))
 		require.NotNil(t, err, raw)
-		assert.Equal(t, CodeInvalidForm, err.Code, raw)
+		assert.Equal(t, CodeInvalidArgument, err.Code, raw)
 		assert.Equal(t, "invalid_arguments", err.Reason, raw)
 		assert.Contains(t, err.Message, want, raw)
 	}

@@ -304,6 +304,7 @@ func TestRateLimitAndInvalidForm(t *testing.T) {
 	// Arguments that break ask_user's input schema get the same error shape, naming the argument.
 	out, isErr = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": nameForm, "timeout_seconds": "soon"})
 	require.True(t, isErr)
+	assert.Equal(t, "INVALID_ARGUMENT", out["code"])
 	assert.Equal(t, "invalid_arguments", out["reason"])
 	assert.Contains(t, out["message"], `"timeout_seconds" must be a whole number, got "soon"`)
 	out, _ = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": nameForm, "colour": "red"})
@@ -314,6 +315,40 @@ func TestRateLimitAndInvalidForm(t *testing.T) {
 	out, isErr = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": nameForm})
 	require.True(t, isErr)
 	assert.Equal(t, "RATE_LIMITED", out["code"])
+}
+
+// Every tool answers arguments that break its input schema with the one error shape (h.call
+// checks the structured content and the JSON text agree), naming the argument.
+func TestBadArgumentsGetTheToolErrorShape(t *testing.T) {
+	h := start(t, clientSetup{version: "2025-11-25", args: []string{"--conformance-fixtures"}, elicit: accept(map[string]any{"name": "A"})})
+	ctx := timeout(t)
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+		want string
+	}{
+		{"ask_user", map[string]any{"message": []any{"m"}, "form": nameForm}, `"message" must be a string`},
+		{"list_elicitations", map[string]any{"state": "active"}, `unexpected additional properties ["state"]`},
+		{"cancel_elicitation", map[string]any{"id": 5}, `argument "id": type: 5 has type "integer", want "string"`},
+		{"cancel_elicitation", map[string]any{}, `missing properties: ["id"]`},
+		{"extend_elicitation", map[string]any{"id": "x", "seconds": "soon"}, `argument "seconds": type: soon has type "string", want "integer"`},
+		{"create_shipment", map[string]any{"request_body": "x"}, `argument "request_body"`},
+		{"rate_shipment", map[string]any{"request_option": "Rate", "request_body": map[string]any{}, "dry_run": "yes"}, `argument "dry_run"`},
+		{"test_elicitation", map[string]any{"message": 1}, `argument "message"`},
+	} {
+		out, isErr := h.call(t, ctx, c.tool, c.args)
+		require.True(t, isErr, "%s %v", c.tool, c.args)
+		assert.Equal(t, "INVALID_ARGUMENT", out["code"], c.tool)
+		assert.Equal(t, "invalid_arguments", out["reason"], c.tool)
+		assert.Contains(t, out["message"], c.want, c.tool)
+		assert.Equal(t, []any{}, out["missing"], c.tool)
+	}
+	// Good arguments still reach the tools (defaults and all).
+	out, isErr := h.call(t, ctx, "list_elicitations", map[string]any{})
+	require.False(t, isErr, "%v", out)
+	assert.Equal(t, []any{}, out["elicitations"])
+	out, _ = h.call(t, ctx, "cancel_elicitation", map[string]any{"id": "nope"})
+	assert.Equal(t, "NOT_FOUND", out["code"])
 }
 
 func TestToolCallCancelledMidWait(t *testing.T) {
