@@ -344,7 +344,13 @@ type pushPrompter struct {
 func (p pushPrompter) Prompt(pr session.Prompt) {
 	go func() {
 		res, err := p.ss.Elicit(p.ctx, elicitParams(pr))
-		if p.ctx.Err() == nil {
+		switch {
+		case p.ctx.Err() != nil:
+		case errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed):
+			// The client went away with the question open. The tool call's wait sees its
+			// context end for the same reason; whichever is first, the reason is the same.
+			_ = pr.Elicitation.Cancel(session.ClientGone)
+		default:
 			_ = pr.Elicitation.Answer(toAnswer(pr.Round, res, err))
 		}
 	}()
