@@ -37,7 +37,7 @@ var (
 func bareBinary(b *testing.B) string {
 	bareBinOnce.Do(func() {
 		bareBin = filepath.Join(filepath.Dir(bin), "bareserver")
-		out, err := exec.Command("go", "build", "-o", bareBin, "./testdata/bareserver").CombinedOutput()
+		out, err := goBuild(bareBin, "./testdata/bareserver")
 		if err != nil {
 			bareBinErr = fmt.Errorf("building bareserver: %v\n%s", err, out)
 		}

@@ -31,7 +31,11 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "elicitd")
-	if out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	if len(raceBuild) > 0 {
+		// A race-detecting binary sleeps a second at exit unless told not to.
+		os.Setenv("GORACE", "atexit_sleep_ms=0")
+	}
+	if out, err := goBuild(bin, "."); err != nil {
 		fmt.Fprintf(os.Stderr, "building elicitd: %v\n%s", err, out)
 		os.Exit(1)
 	}
@@ -45,6 +49,15 @@ func TestMain(m *testing.M) {
 	}
 	os.Exit(code)
 }
+
+// goBuild builds pkg into bin, with the race detector when the tests run with it.
+func goBuild(bin, pkg string) ([]byte, error) {
+	args := append(append([]string{"build"}, raceBuild...), "-o", bin, pkg)
+	return exec.Command("go", args...).CombinedOutput()
+}
+
+// raceReport is how the race detector starts a report on a program's stderr.
+const raceReport = "WARNING: DATA RACE"
 
 // eras are the two ways a client can be answered: the default (2026-07-28, pull) and a
 // client pinned to 2025-11-25 (push).
@@ -113,7 +126,12 @@ func start(t *testing.T, c clientSetup) *harness {
 	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: c.version})
 	require.NoError(t, err)
 	h.cs = cs
-	t.Cleanup(func() { _ = cs.Close() })
+	t.Cleanup(func() {
+		_ = cs.Close()
+		if out := h.stderr.String(); strings.Contains(out, raceReport) {
+			t.Errorf("the server raced:\n%s", out)
+		}
+	})
 	return h
 }
 
