@@ -206,10 +206,10 @@ func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
 	}
 	var f validator.Form
 	var err error
-	if in.Form != nil {
-		f, err = validator.ParseForm(in.Form)
+	if kind == 'f' {
+		f, err = validator.ParseForm(raw)
 	} else {
-		f, err = validator.FromMCPSchema(in.Schema)
+		f, err = validator.FromMCPSchema(raw)
 	}
 	if err == nil {
 		f.MaxAnswerBytes = s.opts.MaxAnswerBytes

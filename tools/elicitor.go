@@ -439,18 +439,12 @@ func (x *Elicitor) Resume(ctx context.Context, req *mcp.CallToolRequest) (Step, 
 	if st.Owner != owner {
 		return Step{}, stateError("foreign", "the requestState belongs to another client session")
 	}
-	foreignCall := func() (Step, *Error) {
-		return Step{}, stateError("foreign", "the requestState belongs to another tool call (tool or arguments differ)")
-	}
+	const otherCall = "the requestState belongs to another tool call (tool or arguments differ)"
 	if st.Tool != req.Params.Name {
-		return foreignCall()
+		return Step{}, stateError("foreign", otherCall)
 	}
 	e, eOwner, ok := x.reg.Get(st.ID)
 	v, pulled := x.pulls.Load(st.ID)
-	if ok && pulled && eOwner == owner && st.Args != argsDigest(req.Params.Arguments) &&
-		!sameArgs(v.(*pullState).args, req.Params.Arguments) {
-		return foreignCall() // not merely re-encoded: other arguments
-	}
 	if !ok || !pulled || eOwner != owner {
 		x.mu.Lock()
 		how := x.recent[st.ID]
@@ -459,6 +453,10 @@ func (x *Elicitor) Resume(ctx context.Context, req *mcp.CallToolRequest) (Step, 
 			how = " (" + how + ")"
 		}
 		return Step{}, stateError("finished", "that question has already ended%s; call the tool again without requestState", how)
+	}
+	ps := v.(*pullState)
+	if st.Args != argsDigest(req.Params.Arguments) && !sameArgs(ps.args, req.Params.Arguments) {
+		return Step{}, stateError("foreign", otherCall) // not merely re-encoded: other arguments
 	}
 	if cur := e.Snapshot().Attempt; cur != st.Round {
 		return Step{}, stateError("stale_round", "the requestState is for question round %d, but round %d is current", st.Round, cur)
@@ -483,5 +481,5 @@ func (x *Elicitor) Resume(ctx context.Context, req *mcp.CallToolRequest) (Step, 
 		}
 		return Step{}, stateError("finished", "that question has already ended")
 	}
-	return x.nextPull(owner, e, v.(*pullState)), nil
+	return x.nextPull(owner, e, ps), nil
 }

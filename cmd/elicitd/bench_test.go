@@ -133,7 +133,9 @@ func newImplRun(b *testing.B, transport, impl, version string) *implRun {
 // batch makes n calls from conc goroutines, adding their latencies and the batch's duration.
 func (r *implRun) batch(conc, n int) error {
 	var next atomic.Int64
-	lat := make([]time.Duration, n)
+	first := len(r.lat)
+	r.lat = append(r.lat, make([]time.Duration, n)...)
+	lat := r.lat[first:]
 	errs := make(chan error, conc)
 	began := time.Now()
 	var wg sync.WaitGroup
@@ -151,7 +153,6 @@ func (r *implRun) batch(conc, n int) error {
 	}
 	wg.Wait()
 	r.busy += time.Since(began)
-	r.lat = append(r.lat, lat...)
 	select {
 	case err := <-errs:
 		return err
