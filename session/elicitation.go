@@ -64,6 +64,7 @@ type Elicitation struct {
 	// Published by the actor for Snapshot; read by anyone.
 	status     atomic.Uint64 // state | reason<<8 | attempt<<16
 	deadlineNs atomic.Int64
+	asking     atomic.Pointer[asked] // the current prompt's round and form
 
 	// Owned by the actor goroutine. outcome may be read by others once done is closed.
 	timer    *clock.Timer
@@ -71,6 +72,12 @@ type Elicitation struct {
 	step     Step
 	attempt  int
 	outcome  Outcome
+}
+
+// asked is a prompt's round and the form it asked, for Answer to check an answer against.
+type asked struct {
+	round int
+	form  Form
 }
 
 type eventKind uint8
@@ -128,6 +135,7 @@ func Start(id string, spec Spec, env Env) (*Elicitation, error) {
 		step:        Step{Message: spec.Message, Form: spec.Form},
 	}
 	e.deadlineNs.Store(e.deadline.UnixNano())
+	e.asking.Store(&asked{round: 1, form: spec.Form}) // an answer may come before the actor runs
 	e.timer = clk.Timer(spec.Timeout)
 	if e.group != nil {
 		e.group.Add(1)
@@ -182,7 +190,22 @@ func (e *Elicitation) Snapshot() Snapshot {
 // It returns nil when the answer was counted (it may have earned a re-prompt or a follow-up),
 // ErrStaleRound when a.Round is not the current prompt, ErrInvalidEvent for an unknown
 // action, and ErrFinished once the elicitation has ended.
+//
+// An accepted answer is checked against the round's form here, on the caller's goroutine,
+// before it is handed over: the actor never waits for a check, so the deadline, a cancel
+// or a shutdown that comes meanwhile acts at once (and this call then gets ErrFinished).
 func (e *Elicitation) Answer(a Answer) error {
+	if a.Action == Accept && len(a.Rejections) == 0 {
+		// An answer to another round is not checked: the actor refuses it as stale.
+		if cur := e.asking.Load(); cur.round == a.Round {
+			if k, ok := cur.form.(Keeper); ok {
+				a.data, a.Rejections, a.retry = k.Keep(a.Content)
+			} else {
+				a.data, a.Rejections = cur.form.Validate(a.Content)
+			}
+			a.checked = true
+		}
+	}
 	_, err := e.send(event{kind: evAnswer, answer: a})
 	return err
 }
@@ -279,6 +302,10 @@ func (e *Elicitation) answer(a Answer, now time.Time) error {
 		e.outcome.Err = a.Err
 		e.end(Cancelled, InvalidResponse, now)
 	case Accept:
+		if !a.checked && len(a.Rejections) == 0 {
+			// Checked against another round's form: the round moved on meanwhile.
+			return fmt.Errorf("%w: the answer was checked for prompt %d, the current prompt is %d", ErrStaleRound, a.Round, e.attempt)
+		}
 		e.accept(a, now)
 	default:
 		return fmt.Errorf("%w: unknown answer action %d", ErrInvalidEvent, a.Action)
@@ -287,16 +314,15 @@ func (e *Elicitation) answer(a Answer, now time.Time) error {
 }
 
 func (e *Elicitation) accept(a Answer, now time.Time) {
-	errs := a.Rejections
-	var data map[string]any
-	if len(errs) == 0 {
-		data, errs = e.step.Form.Validate(a.Content)
-	}
+	errs, data := a.Rejections, a.data
 	e.outcome.Errors = errs
 	if len(errs) > 0 {
 		if e.attempt >= e.maxAttempts {
 			e.end(Cancelled, MaxAttempts, now)
 			return
+		}
+		if a.retry != nil {
+			e.step.Form = a.retry // the valid answers are kept: ask only for the rest
 		}
 		e.emit(errs)
 		return
@@ -345,6 +371,7 @@ func (e *Elicitation) emit(errs []validator.FieldError) {
 	if len(errs) > 0 {
 		msg = validator.JoinMessages(errs) + "\n\n" + msg
 	}
+	e.asking.Store(&asked{round: e.attempt, form: e.step.Form})
 	e.publish(Active, None)
 	e.prompter.Prompt(Prompt{
 		Elicitation: e,

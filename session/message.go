@@ -63,10 +63,15 @@ type Answer struct {
 	Action  Action
 	Content map[string]any // for Accept
 	// Rejections, when not empty, marks an accepted answer as invalid without running the
-	// form's check: the transport already found these problems (for example the MCP SDK's
-	// own schema check). It earns a re-prompt like any invalid answer.
+	// form's check: the transport already found these problems (an answer too large to
+	// carry, say). It earns a re-prompt like any invalid answer.
 	Rejections []validator.FieldError
 	Err        error // for Failed and Unusable
+
+	// Set by Answer on the caller's goroutine: the form's verdict on Content.
+	checked bool
+	data    map[string]any
+	retry   Form
 }
 
 // Outcome is how an elicitation ended. It is fixed once, before Done is closed.

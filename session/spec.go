@@ -17,7 +17,9 @@ const (
 
 // Form is what an elicitation needs of a compiled form: the schema sent with each prompt and a
 // check of each answer. The validator package's compiled forms satisfy it. Implementations
-// must be safe for concurrent use; the actor calls Validate on its own goroutine.
+// must be safe for concurrent use: Validate runs on the goroutine that calls Answer, never on
+// the actor's, so a slow check can delay only its own answer, never the deadline, a cancel
+// or a shutdown.
 type Form interface {
 	// WireSchema returns the JSON object sent to the client as the prompt's requested schema.
 	WireSchema() json.RawMessage
@@ -28,6 +30,16 @@ type Form interface {
 
 // The validator's compiled forms are the forms elicitd's tools use.
 var _ Form = (*validator.Compiled)(nil)
+
+// Keeper is a Form that keeps the valid part of an invalid answer: the re-prompt asks only
+// for the fields at fault, and the values kept are part of the data once the rest is valid.
+// Like Validate, Keep runs on the goroutine that calls Answer.
+type Keeper interface {
+	Form
+	// Keep checks content as Validate does. When it is invalid, retry is the form for the
+	// re-prompt; nil asks the same form again.
+	Keep(content map[string]any) (data map[string]any, errs []validator.FieldError, retry Form)
+}
 
 // Step is one thing to ask: the message shown to the person and the form they fill in.
 type Step struct {
