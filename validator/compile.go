@@ -24,9 +24,17 @@ type compiledField struct {
 	Field
 	label   string
 	re      *regexp.Regexp
+	prog    int // the pattern's program size, in instructions
 	schemes []string
-	def     any  // the normalised default, or nil
-	titled  bool // some option has a title
+	def     any               // the normalised default, or nil
+	titled  bool              // some option has a title
+	byValue map[string]string // option value -> value, for choice fields
+	byFold  map[string]string // folded value or title -> value of the first option it names
+
+	// Set on the forms Keep returns: the field was answered validly before and is not asked
+	// again; keptValue (nil when it was left blank) stands for its answer.
+	kept      bool
+	keptValue any
 }
 
 // Problem is one thing wrong with a form definition.
@@ -87,7 +95,12 @@ func Compile(f Form) (*Compiled, error) {
 	if len(f.Fields) == 0 {
 		add("form", "has no fields; a form needs at least one")
 	}
+	if len(f.Fields) > MaxFields {
+		add("form", "has %d fields; the limit is %d", len(f.Fields), MaxFields)
+		return nil, &DefinitionError{Problems: problems} // nothing more is compiled
+	}
 	seen := map[string]bool{}
+	patternCost := 0
 	for i, fd := range f.Fields {
 		key := fd.Name
 		if key == "" {
@@ -103,6 +116,13 @@ func Compile(f Form) (*Compiled, error) {
 		}
 		c.checks = c.checks || fd.Check != nil
 		c.fields = append(c.fields, cf)
+		if cf.re != nil {
+			patternCost += cf.prog * *cf.MaxLength
+		}
+	}
+	if len(problems) == 0 && patternCost > PatternBudget {
+		add("form", "has patterns too costly to check: the sum of program size x max_length over patterned fields is %d, the limit is %d; shorten the patterns or lower max_length",
+			patternCost, PatternBudget)
 	}
 	if len(problems) > 0 {
 		return nil, &DefinitionError{Problems: problems}
@@ -133,6 +153,10 @@ func compileField(fd Field) (compiledField, []string) {
 	}
 
 	// Options.
+	if len(fd.Options) > MaxOptions {
+		bad("has %d options; the limit is %d", len(fd.Options), MaxOptions)
+		return cf, probs
+	}
 	if t.choice() {
 		if len(fd.Options) == 0 {
 			bad("is a %s with no options; give at least one", t)
@@ -147,6 +171,16 @@ func compileField(fd Field) (compiledField, []string) {
 			}
 			values[o.Value] = true
 			cf.titled = cf.titled || o.Title != ""
+		}
+		cf.byValue = make(map[string]string, len(fd.Options))
+		cf.byFold = make(map[string]string, 2*len(fd.Options))
+		for _, o := range fd.Options {
+			cf.byValue[o.Value] = o.Value
+			for _, name := range []string{o.Value, o.Title} {
+				if k := foldKey(name); name != "" && cf.byFold[k] == "" {
+					cf.byFold[k] = o.Value
+				}
+			}
 		}
 	} else if len(fd.Options) > 0 {
 		bad("has options, but only select and multi_select fields take options")
@@ -170,11 +204,19 @@ func compileField(fd Field) (compiledField, []string) {
 	}
 	checkRange(bad, "min_length", "max_length", fd.MinLength, fd.MaxLength)
 	if fd.Pattern != "" {
-		re, err := regexp.Compile(fd.Pattern)
+		re, prog, err := compilePattern(fd.Pattern)
 		if err != nil {
-			bad("has an invalid pattern: %v", err)
+			bad("%v", err)
 		}
-		cf.re = re
+		cf.re, cf.prog = re, prog
+		// A pattern is checked only against values it can check quickly: the field's
+		// max_length is at most MaxPatternedLength (and says so on the wire).
+		if cf.MaxLength == nil || *cf.MaxLength > MaxPatternedLength {
+			cf.MaxLength = Ptr(MaxPatternedLength)
+		}
+		if cf.MinLength != nil && *cf.MinLength > MaxPatternedLength {
+			bad("has a pattern and min_length %d, but a patterned field takes at most %d characters", *cf.MinLength, MaxPatternedLength)
+		}
 	}
 
 	// Numeric bounds.
@@ -289,6 +331,9 @@ func CompileJSON(data []byte) (*Compiled, error) {
 // ParseForm decodes a form in its JSON form without compiling it, so a caller can set what
 // the JSON cannot (MaxAnswerBytes, checks) first. Unknown keys are an error.
 func ParseForm(data []byte) (Form, error) {
+	if len(data) > MaxFormBytes {
+		return Form{}, &DefinitionError{Problems: []Problem{{Field: "form", Message: fmt.Sprintf("is %d bytes of JSON; the limit is %d", len(data), MaxFormBytes)}}}
+	}
 	var f Form
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()

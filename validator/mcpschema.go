@@ -51,6 +51,9 @@ func FromMCPSchema(raw json.RawMessage) (Form, error) {
 	fail := func(msg string) (Form, error) {
 		return Form{}, &DefinitionError{Problems: []Problem{{Field: "schema", Message: msg}}}
 	}
+	if len(raw) > MaxFormBytes {
+		return fail(fmt.Sprintf("is %d bytes of JSON; the limit is %d", len(raw), MaxFormBytes))
+	}
 	if err := json.Unmarshal(raw, &root); err != nil {
 		return fail("is not a JSON object with properties: " + err.Error())
 	}

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 	"unicode/utf8"
 )
 
@@ -48,6 +49,12 @@ func (c *Compiled) ValidatePartial(content map[string]any) (data map[string]any,
 	}
 	for i := range c.fields {
 		f := &c.fields[i]
+		if f.kept {
+			if f.keptValue != nil {
+				data[f.Name] = f.keptValue
+			}
+			continue
+		}
 		v, fe, blank := f.normalise(content[f.Name])
 		switch {
 		case blank && f.Required:
@@ -75,6 +82,37 @@ func (c *Compiled) ValidatePartial(content map[string]any) (data map[string]any,
 		}
 	}
 	return data, errs
+}
+
+// Keep is Validate for a form asked again: when content is invalid, it also returns the form
+// for the re-prompt, which asks only the fields at fault (and those whose own check failed)
+// and keeps the valid answers: they are not on its wire schema, and its Validate puts them
+// in the data as they were. An answer over the size limit keeps nothing (retry is c).
+// On a valid answer retry is nil.
+func (c *Compiled) Keep(content map[string]any) (data map[string]any, errs []FieldError, retry *Compiled) {
+	data, errs = c.ValidatePartial(content)
+	if len(errs) == 0 {
+		return data, nil, nil
+	}
+	wrong := make(map[string]bool, len(errs))
+	for _, fe := range errs {
+		if fe.Field == "" {
+			return nil, errs, c // the whole answer was refused: ask it all again
+		}
+		wrong[fe.Field] = true
+	}
+	r := *c
+	r.fields = slices.Clone(c.fields)
+	for i := range r.fields {
+		f := &r.fields[i]
+		if !f.kept && !wrong[f.Name] {
+			f.kept, f.keptValue = true, data[f.Name]
+		} else if wrong[f.Name] {
+			f.kept, f.keptValue = false, nil // a kept value that failed a custom check is asked again
+		}
+	}
+	r.wire = buildWire(r.fields)
+	return nil, errs, &r
 }
 
 // runChecks runs the custom checks of the fields that passed and have a value, and merges
@@ -366,6 +404,7 @@ func (f *compiledField) multi(raw any) (any, *FieldError, bool) {
 		return nil, f.fail("type", "must be a list of choices from %s", f.optionList()), false
 	}
 	out := items[:0]
+	seen := make(map[string]bool, min(len(items), len(f.Options)))
 	for _, s := range items {
 		s, _ = f.text(s)
 		if s == "" {
@@ -375,9 +414,10 @@ func (f *compiledField) multi(raw any) (any, *FieldError, bool) {
 		if !ok {
 			return nil, f.fail("option", "may only contain %s", f.optionList()), false
 		}
-		if slices.Contains(out, o) {
+		if seen[o] {
 			return nil, f.fail("unique", "must not list a choice twice"), false
 		}
+		seen[o] = true
 		out = append(out, o)
 	}
 	if len(out) == 0 {
@@ -392,19 +432,30 @@ func (f *compiledField) multi(raw any) (any, *FieldError, bool) {
 	return out, nil, false
 }
 
-// option finds the option s names: by value exactly, else by value or title whatever the case.
+// option finds the option s names: by value exactly, else by value or title whatever the case
+// (the first option, in order, whose value or title equals s under strings.EqualFold). Both
+// are map look-ups, so a long list of choices costs linear time.
 func (f *compiledField) option(s string) (string, bool) {
-	for _, o := range f.Options {
-		if o.Value == s {
-			return o.Value, true
-		}
+	if v, ok := f.byValue[s]; ok {
+		return v, true
 	}
-	for _, o := range f.Options {
-		if strings.EqualFold(o.Value, s) || o.Title != "" && strings.EqualFold(o.Title, s) {
-			return o.Value, true
+	v, ok := f.byFold[foldKey(s)]
+	return v, ok
+}
+
+// foldKey maps s to a key shared by exactly the strings strings.EqualFold deems equal to it:
+// each rune becomes the smallest rune of its simple case-folding orbit.
+func foldKey(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	for _, r := range s {
+		least := r
+		for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+			least = min(least, f)
 		}
+		b.WriteRune(least)
 	}
-	return "", false
+	return b.String()
 }
 
 // maxListedOptions bounds how many options a message spells out.

@@ -54,11 +54,16 @@ func buildWire(fields []compiledField) json.RawMessage {
 	var b bytes.Buffer
 	b.WriteString(`{"type":"object","properties":{`)
 	var required []string
+	first := true
 	for i := range fields {
 		f := &fields[i]
-		if i > 0 {
+		if f.kept {
+			continue // answered before: not asked again
+		}
+		if !first {
 			b.WriteByte(',')
 		}
+		first = false
 		name, _ := json.Marshal(f.Name)
 		b.Write(name)
 		b.WriteByte(':')
