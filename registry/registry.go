@@ -174,6 +174,28 @@ func (r *Registry) Start(ownerID string, spec session.Spec) (*session.Elicitatio
 	return e, nil
 }
 
+// Admits reports whether Start for owner would pass the limits now, using none of the
+// owner's quota, so a caller can refuse before doing costly work for a start (compiling an
+// agent's form, say). It returns what Start would: ErrClosed, ErrTooManyLive or a
+// *RateLimitError (each counted in the stats as Start counts them). Start checks again.
+func (r *Registry) Admits(ownerID string) error {
+	now := r.clk.Now()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if r.maxLive > 0 && len(r.byID) >= r.maxLive {
+		r.totals.tooMany++
+		return fmt.Errorf("%w: %d are live, the limit is %d", ErrTooManyLive, len(r.byID), r.maxLive)
+	}
+	if o := r.byOwner[ownerID]; o != nil && o.limiter != nil && o.limiter.TokensAt(now) < 1 {
+		r.totals.rateLimited++
+		return &RateLimitError{Owner: ownerID, RetryAfter: retryAfter(o.limiter, now)}
+	}
+	return nil
+}
+
 // sweepOwners forgets owners with nothing live and a full bucket: their records hold nothing
 // worth keeping. Owners stay after their last elicitation ends (an owner usually starts
 // another soon, and keeping it saves two allocations a start), so this bounds them instead:

@@ -355,3 +355,23 @@ func TestOnEndReportsOwnerAndOutcomeBeforeDone(t *testing.T) {
 	}
 	require.NoError(t, reg.Shutdown(context.Background()))
 }
+
+func TestAdmitsSaysWhatStartWouldWithoutUsingQuota(t *testing.T) {
+	f := newFixture(t, registry.Config{Rate: rate.Every(time.Minute), Burst: 2, MaxLive: 3})
+	for range 5 {
+		require.NoError(t, f.reg.Admits("alice"), "asking uses nothing")
+	}
+	f.start(t, "alice")
+	f.start(t, "alice")
+	var rl *registry.RateLimitError
+	require.ErrorAs(t, f.reg.Admits("alice"), &rl)
+	assert.Equal(t, time.Minute, rl.RetryAfter)
+	require.NoError(t, f.reg.Admits("bob"), "another owner has its own bucket")
+	f.start(t, "bob")
+	assert.ErrorIs(t, f.reg.Admits("carol"), registry.ErrTooManyLive)
+	st := f.reg.Stats()
+	assert.EqualValues(t, 1, st.RateLimited)
+	assert.EqualValues(t, 1, st.TooManyLive)
+	require.NoError(t, f.reg.Shutdown(context.Background()))
+	assert.ErrorIs(t, f.reg.Admits("bob"), registry.ErrClosed)
+}
