@@ -71,6 +71,10 @@ func (s *Server) askUser(ctx context.Context, req *mcp.CallToolRequest) (*mcp.Ca
 		if terr != nil {
 			return Ask{}, terr
 		}
+		// Refused now, a call compiles nothing: a flood of forms costs no memory.
+		if err := s.Registry.Admits(s.el.owner(req.Session)); err != nil {
+			return Ask{}, startError(err)
+		}
 		form, terr := s.compileAsk(in)
 		if terr != nil {
 			return Ask{}, terr
@@ -168,20 +172,9 @@ func askUserResult(o session.Outcome) AskUserResult {
 	return r
 }
 
-// formKey names a form or schema by a SHA-256 of its kind and its JSON as sent.
-type formKey [sha256.Size]byte
-
-// Agents tend to ask the same question again, and parsing and compiling its form is most of
-// ask_user's own work on a call, so the server keeps the forms it compiled last (a *Compiled
-// is immutable and shared freely). Forms larger than cachedFormMax are compiled every time,
-// which bounds the cache's memory.
-const (
-	formCacheSize = 256
-	cachedFormMax = 16 << 10
-)
-
 // compileAsk compiles the form or schema of an ask_user call, refusing what form mode must
-// not carry.
+// not carry. Its size is checked before anything else, and the limits of the form language
+// (validator.MaxFields and the rest) before anything in it is compiled.
 func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
 	if in.Message == "" {
 		return nil, Errorf(CodeInvalidForm, "no_message", `"message" is required: say what you are asking and why`)
@@ -189,20 +182,20 @@ func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
 	if (in.Form == nil) == (in.Schema == nil) {
 		return nil, Errorf(CodeInvalidForm, "form_or_schema", `give exactly one of "form" and "schema"`)
 	}
-	raw, kind := in.Form, byte('f')
+	raw, kind, name := in.Form, byte('f'), "form"
 	if raw == nil {
-		raw, kind = in.Schema, 's'
+		raw, kind, name = in.Schema, 's', "schema"
+	}
+	if len(raw) > validator.MaxFormBytes {
+		return nil, Errorf(CodeInvalidForm, "form_too_large", "%q is %d bytes of JSON; the limit is %d", name, len(raw), validator.MaxFormBytes)
 	}
 	var key formKey
-	cacheable := len(raw) <= cachedFormMax
-	if cacheable {
-		h := sha256.New()
-		h.Write([]byte{kind})
-		h.Write(raw)
-		h.Sum(key[:0])
-		if c, ok := s.forms.Get(key); ok {
-			return c, nil
-		}
+	h := sha256.New()
+	h.Write([]byte{kind})
+	h.Write(raw)
+	h.Sum(key[:0])
+	if c, ok := s.forms.get(key); ok {
+		return c, nil
 	}
 	var f validator.Form
 	var err error
@@ -219,9 +212,7 @@ func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
 				return nil, Errorf(CodeInvalidForm, "sensitive_field",
 					"a field is marked sensitive: secrets must not be asked for in form mode (URL mode is needed, and not offered yet)")
 			}
-			if cacheable {
-				s.forms.Add(key, c)
-			}
+			s.forms.add(key, c)
 			return c, nil
 		}
 	}
@@ -231,4 +222,18 @@ func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
 		e.Details = map[string]any{"problems": de.Problems}
 	}
 	return nil, e
+}
+
+// keepForm is how ask_user asks: after an invalid answer the re-prompt asks only the fields
+// at fault, and the valid answers are kept (validator.Compiled.Keep).
+type keepForm struct{ *validator.Compiled }
+
+var _ session.Keeper = keepForm{}
+
+func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, session.Form) {
+	data, errs, retry := f.Compiled.Keep(content)
+	if retry == nil {
+		return data, errs, nil
+	}
+	return data, errs, keepForm{retry}
 }

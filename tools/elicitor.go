@@ -9,7 +9,6 @@ import (
 	"io"
 	"log/slog"
 	"slices"
-	"strings"
 	"sync"
 	"time"
 
@@ -231,6 +230,8 @@ func (x *Elicitor) Start(ctx context.Context, req *mcp.CallToolRequest, ask Ask)
 	}
 	if ask.WireForm != nil {
 		spec.Form = ask.WireForm
+	} else {
+		spec.Form = keepForm{ask.Form}
 	}
 	var ps *pullState
 	if pull {
@@ -336,6 +337,11 @@ func (x *Elicitor) wait(ctx context.Context, req *mcp.CallToolRequest, e *sessio
 
 // pushPrompter sends each prompt as an elicitation/create request on its own goroutine, under
 // ctx, which is cancelled once the elicitation has ended.
+//
+// Elicit is called without a RequestedSchema, so the SDK hands back the client's answer as it
+// came instead of checking it against the schema and returning only an error: every accepted
+// answer reaches the form's own size check, normaliser and validator, exactly as in the pull
+// era. attachWireSchema puts the schema on the request that goes out.
 type pushPrompter struct {
 	ss  *mcp.ServerSession
 	ctx context.Context
@@ -343,7 +349,8 @@ type pushPrompter struct {
 
 func (p pushPrompter) Prompt(pr session.Prompt) {
 	go func() {
-		res, err := p.ss.Elicit(p.ctx, elicitParams(pr))
+		ctx := context.WithValue(p.ctx, wireSchemaKey{}, pr.Form.WireSchema())
+		res, err := p.ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: pr.Message})
 		switch {
 		case p.ctx.Err() != nil:
 		case errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed):
@@ -356,21 +363,33 @@ func (p pushPrompter) Prompt(pr session.Prompt) {
 	}()
 }
 
+// wireSchemaKey carries a push-era prompt's wire schema from pushPrompter to attachWireSchema.
+type wireSchemaKey struct{}
+
+// attachWireSchema is a sending middleware: an elicitation/create sent by pushPrompter goes
+// out with its form's wire schema as requestedSchema. It sends a copy of the params, so the
+// SDK's Elicit, which still holds the originals without a schema, does not check the answer.
+func attachWireSchema(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if schema, ok := ctx.Value(wireSchemaKey{}).(json.RawMessage); ok && method == "elicitation/create" {
+			ss, isServer := req.GetSession().(*mcp.ServerSession)
+			if p, ok := req.GetParams().(*mcp.ElicitParams); ok && isServer && p.RequestedSchema == nil {
+				params := *p
+				params.RequestedSchema = schema
+				req = &mcp.ServerRequest[*mcp.ElicitParams]{Session: ss, Params: &params}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
 func elicitParams(pr session.Prompt) *mcp.ElicitParams {
 	return &mcp.ElicitParams{Mode: "form", Message: pr.Message, RequestedSchema: pr.Form.WireSchema()}
 }
 
-// schemaMismatch is how the SDK reports content that fails the requested schema: the
-// person's answer was wrong, not the transport, so it earns a re-prompt.
-const schemaMismatch = "does not match requested schema"
-
 func toAnswer(round int, res *mcp.ElicitResult, err error) session.Answer {
 	a := session.Answer{Round: round}
 	switch {
-	case err != nil && strings.Contains(err.Error(), schemaMismatch):
-		a.Action = session.Accept
-		a.Rejections = []validator.FieldError{{Label: "Answer", Constraint: "schema",
-			Message: "Answer: does not fit the form (" + err.Error() + ")"}}
 	case err != nil:
 		a.Action, a.Err = session.Failed, err
 	case res == nil:

@@ -10,14 +10,12 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
-	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
 	"elicitd/registry"
 	"elicitd/session"
 	"elicitd/tools/ups"
-	"elicitd/validator"
 )
 
 // Options configure a Server. Zero values take the defaults noted.
@@ -44,7 +42,7 @@ type Server struct {
 	opts     Options
 	inflight sync.WaitGroup // tool calls being handled
 	ups      *ups.Client    // nil without credentials
-	forms    *lru.Cache[formKey, *validator.Compiled]
+	forms    *formCache
 }
 
 // NewServer builds the MCP server and its tools.
@@ -70,12 +68,12 @@ func NewServer(opts Options, version string) *Server {
 		maxAttempts: opts.MaxAttempts, keepalive: opts.Keepalive, log: opts.Logger}
 	el.reg = registry.New(registry.Config{Clock: opts.Clock, Rate: opts.Rate, Burst: opts.Burst, MaxLive: opts.MaxLive, OnEnd: el.ended})
 
-	forms, _ := lru.New[formKey, *validator.Compiled](formCacheSize) // errs only for a size < 1
-	s := &Server{Registry: el.reg, el: el, opts: opts, forms: forms}
+	s := &Server{Registry: el.reg, el: el, opts: opts, forms: newFormCache(formCacheBudget, formCacheEntries)}
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
 		Logger:       cmp.Or(opts.SDKLogger, opts.Logger),
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
 	})
+	s.MCP.AddSendingMiddleware(attachWireSchema)
 	s.MCP.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 			if method == "tools/call" {

@@ -169,9 +169,10 @@ func TestClamp(t *testing.T) {
 }
 
 func TestToAnswer(t *testing.T) {
-	a := toAnswer(2, nil, errors.New("elicitation result content does not match requested schema: x"))
+	a := toAnswer(2, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"qty": " 5 "}}, nil)
 	assert.Equal(t, session.Accept, a.Action)
-	require.Len(t, a.Rejections, 1, "a schema mismatch is an invalid answer, not a transport failure")
+	assert.Equal(t, map[string]any{"qty": " 5 "}, a.Content, "the answer as the client sent it, for the form to check")
+	assert.Empty(t, a.Rejections)
 	assert.Equal(t, 2, a.Round)
 	assert.Equal(t, session.Failed, toAnswer(1, nil, errors.New("broken pipe")).Action)
 	assert.Equal(t, session.Decline, toAnswer(1, &mcp.ElicitResult{Action: "decline"}, nil).Action)

@@ -368,3 +368,18 @@ func (c *Compiled) HasSensitive() bool {
 // WireSchema returns the MCP requestedSchema for the form (see wire.go). The caller must not
 // modify the returned bytes.
 func (c *Compiled) WireSchema() json.RawMessage { return c.wire }
+
+// Cost estimates the bytes a compiled form keeps alive: its fields and their text, the wire
+// schema, and the programs of its patterns. A cache of forms is bounded by the sum.
+func (c *Compiled) Cost() int {
+	n := 512 + 2*len(c.wire)
+	for i := range c.fields {
+		f := &c.fields[i]
+		n += 256 + len(f.Name) + len(f.Label) + len(f.Description) + len(f.Pattern)
+		for _, o := range f.Options {
+			n += 3 * (64 + len(o.Value) + len(o.Title)) // the option and its two look-up entries
+		}
+		n += f.prog * 96 // the program, and regexp's one-pass copy of it
+	}
+	return n
+}

@@ -95,9 +95,11 @@ type clientSetup struct {
 	elicit   func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	progress func(context.Context, *mcp.ProgressNotificationClientRequest)
 	noMRTR   bool
-	args     []string
-	env      []string
-	pipes    bool // start the process here and talk over its pipes, so a test can cut them
+	// middleware, when set, wraps the client's handling of what the server sends.
+	middleware mcp.Middleware
+	args       []string
+	env        []string
+	pipes      bool // start the process here and talk over its pipes, so a test can cut them
 }
 
 func start(t *testing.T, c clientSetup) *harness {
@@ -122,6 +124,9 @@ func start(t *testing.T, c clientSetup) *harness {
 		require.NoError(t, h.cmd.Start())
 		h.stdin = stdin
 		transport = &mcp.IOTransport{Reader: stdout, Writer: stdin}
+	}
+	if c.middleware != nil {
+		client.AddReceivingMiddleware(c.middleware)
 	}
 	cs, err := client.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: c.version})
 	require.NoError(t, err)
