@@ -62,6 +62,7 @@ const (
 	Shutdown                 // the server is shutting down
 	Operator                 // an operator or a tool cancelled it explicitly
 	InvalidResponse          // the client replied with something that is not an answer
+	Abandoned                // a pull-era client did not come back with the answer to a round in time
 )
 
 var reasonNames = [...]string{
@@ -75,6 +76,7 @@ var reasonNames = [...]string{
 	Shutdown:          "shutdown",
 	Operator:          "operator",
 	InvalidResponse:   "invalid_response",
+	Abandoned:         "abandoned",
 }
 
 // String returns the reason's wire name, such as "client_gone"; None is "".
@@ -86,4 +88,4 @@ func (r Reason) String() string {
 }
 
 // NumReasons is the number of reasons (None included), for arrays indexed by Reason.
-const NumReasons = int(InvalidResponse) + 1
+const NumReasons = int(Abandoned) + 1

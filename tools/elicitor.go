@@ -33,6 +33,7 @@ type Elicitor struct {
 	timeout     time.Duration
 	maxAttempts int
 	keepalive   time.Duration
+	pullIdle    time.Duration // how long a pull-era round waits for the client to come back
 	log         *slog.Logger
 
 	owners sync.Map // *mcp.ServerSession -> owner id
@@ -76,6 +77,52 @@ type pullState struct {
 	tool    string
 	args    json.RawMessage // the arguments of the call that started it
 	digest  string          // argsDigest(args), bound by every RequestState it issues
+
+	mu       sync.Mutex
+	answered int          // the latest round whose RequestState has been used
+	idle     *clock.Timer // ends the question if the round handed out is not answered in time
+}
+
+// claim marks the RequestState of round as used, reporting false if it already was: a state
+// is good for one resume, so two calls sent together with it cannot both go on (the second
+// would otherwise be handed the first one's next prompt or outcome).
+func (p *pullState) claim(round int) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if round <= p.answered {
+		return false
+	}
+	p.answered = round
+	if p.idle != nil {
+		p.idle.Stop()
+		p.idle = nil
+	}
+	return true
+}
+
+// waitFor arms the idle expiry of a round just handed to the client: if the client does not
+// come back with it within d, the question ends as abandoned (a go-sdk client whose own
+// schema check fails gives up on the call without a word). d <= 0: no expiry.
+func (p *pullState) waitFor(clk clock.Clock, d time.Duration, e *session.Elicitation) {
+	if d <= 0 {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.idle != nil {
+		p.idle.Stop()
+	}
+	p.idle = clk.AfterFunc(d, func() { _ = e.Cancel(session.Abandoned) })
+}
+
+// stop disarms the idle expiry once the question has ended.
+func (p *pullState) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.idle != nil {
+		p.idle.Stop()
+		p.idle = nil
+	}
 }
 
 // Prompt hands the prompt to whichever tool call comes for it.
@@ -86,7 +133,10 @@ const answerWindow = 1024
 
 // ended is the registry's OnEnd hook: one log line per elicitation, answer times, cleanup.
 func (x *Elicitor) ended(owner string, o session.Outcome) {
-	_, pulled := x.pulls.LoadAndDelete(o.ID)
+	v, pulled := x.pulls.LoadAndDelete(o.ID)
+	if pulled {
+		v.(*pullState).stop()
+	}
 	d := o.Ended.Sub(o.Created)
 	x.mu.Lock()
 	if o.State == session.Completed {
@@ -431,6 +481,7 @@ func (x *Elicitor) nextPull(owner string, e *session.Elicitation, ps *pullState)
 			}
 			token := x.signer.sign(requestState{ID: e.ID(), Owner: owner, Tool: ps.tool, Args: ps.digest, Round: pr.Round,
 				Expires: x.clk.Now().Add(stateLifetime).Unix()})
+			ps.waitFor(x.clk, x.pullIdle, e)
 			return Step{Pending: &mcp.CallToolResult{
 				InputRequests: mcp.InputRequestMap{inputKey(pr.Round): elicitParams(pr)},
 				RequestState:  token,
@@ -483,6 +534,9 @@ func (x *Elicitor) Resume(ctx context.Context, req *mcp.CallToolRequest) (Step, 
 	resp, ok := req.Params.InputResponses[inputKey(st.Round)]
 	if !ok {
 		return Step{}, stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round))
+	}
+	if !ps.claim(st.Round) {
+		return Step{}, stateError("used", "this requestState has already been used; a requestState is good for one call")
 	}
 	var a session.Answer
 	if res, ok := resp.(*mcp.ElicitResult); ok {

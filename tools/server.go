@@ -28,10 +28,13 @@ type Options struct {
 	MaxLive        int           // live elicitations across all sessions; 0: no cap
 	MaxAnswerBytes int           // the largest answer accepted; 1 MiB
 	Keepalive      time.Duration // progress notifications while waiting, if the call has a token; 0: none
-	StateKey       []byte        // the pull-era RequestState HMAC key; random when empty
-	Logger         *slog.Logger  // elicitd's own log; discards when nil
-	SDKLogger      *slog.Logger  // the MCP SDK's log; Logger when nil
-	UPS            ups.Config    // the shipping tools' UPS settings; without credentials only dry_run works
+	// PullIdle is how long a pull-era question waits for the client to come back with the
+	// answer to a round before it ends as abandoned; 0: half of Timeout; negative: never.
+	PullIdle  time.Duration
+	StateKey  []byte       // the pull-era RequestState HMAC key; random when empty
+	Logger    *slog.Logger // elicitd's own log; discards when nil
+	SDKLogger *slog.Logger // the MCP SDK's log; Logger when nil
+	UPS       ups.Config   // the shipping tools' UPS settings; without credentials only dry_run works
 }
 
 // Server is elicitd: an MCP server with the elicitation tools, over one registry.
@@ -64,8 +67,11 @@ func NewServer(opts Options, version string) *Server {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key)
 	}
+	if opts.PullIdle == 0 {
+		opts.PullIdle = opts.Timeout / 2
+	}
 	el := &Elicitor{clk: opts.Clock, signer: stateSigner{key: key}, timeout: opts.Timeout,
-		maxAttempts: opts.MaxAttempts, keepalive: opts.Keepalive, log: opts.Logger}
+		maxAttempts: opts.MaxAttempts, keepalive: opts.Keepalive, pullIdle: opts.PullIdle, log: opts.Logger}
 	el.reg = registry.New(registry.Config{Clock: opts.Clock, Rate: opts.Rate, Burst: opts.Burst, MaxLive: opts.MaxLive, OnEnd: el.ended})
 
 	s := &Server{Registry: el.reg, el: el, opts: opts, forms: newFormCache(formCacheBudget, formCacheEntries)}
@@ -76,11 +82,16 @@ func NewServer(opts Options, version string) *Server {
 	s.MCP.AddSendingMiddleware(attachWireSchema)
 	s.MCP.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
 		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method == "tools/call" {
-				s.inflight.Add(1)
-				defer s.inflight.Done()
+			if method != "tools/call" {
+				return next(ctx, method, req)
 			}
-			return next(ctx, method, req)
+			s.inflight.Add(1)
+			defer s.inflight.Done()
+			res, err := next(ctx, method, req)
+			if r, ok := res.(*mcp.CallToolResult); ok && len(r.InputRequests) > 0 {
+				res = inputRequired{r}
+			}
+			return res, err
 		}
 	})
 	if opts.UPS.Configured() {
@@ -92,6 +103,25 @@ func NewServer(opts Options, version string) *Server {
 	s.MCP.AddResource(&mcp.Resource{URI: statsURI, Name: "stats", Title: "elicitd statistics", MIMEType: "application/json",
 		Description: "Live elicitations by state, totals by outcome and reason, and time-to-answer percentiles."}, s.readStats)
 	return s
+}
+
+// inputRequired is a 2026-07-28 input_required result as the spec has it: without the
+// "content" the SDK writes as null (its CallToolResult always carries the field).
+type inputRequired struct{ *mcp.CallToolResult }
+
+func (r inputRequired) MarshalJSON() ([]byte, error) {
+	b, err := r.CallToolResult.MarshalJSON()
+	if err != nil {
+		return nil, err
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(b, &fields); err != nil {
+		return nil, err
+	}
+	if string(fields["content"]) == "null" {
+		delete(fields, "content")
+	}
+	return json.Marshal(fields)
 }
 
 // CloseSessions ends every client session's open questions with reason client gone, as

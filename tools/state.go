@@ -29,6 +29,10 @@ type stateSigner struct {
 
 var errBadState = errors.New("tools: request state is not one this server issued")
 
+// strictBase64 refuses non-canonical encodings: without it, the unused low bits of a token's
+// last character could be changed and the token would still decode to the same MAC.
+var strictBase64 = base64.RawURLEncoding.Strict()
+
 // sign returns payload.mac, both base64url.
 func (s stateSigner) sign(st requestState) string {
 	payload, _ := json.Marshal(st) // plain data: cannot fail
@@ -49,11 +53,11 @@ func (s stateSigner) open(token string) (requestState, error) {
 	if !ok {
 		return requestState{}, errBadState
 	}
-	got, err := base64.RawURLEncoding.DecodeString(sig)
+	got, err := strictBase64.DecodeString(sig)
 	if err != nil || !hmac.Equal(got, s.mac(p)) {
 		return requestState{}, errBadState
 	}
-	payload, err := base64.RawURLEncoding.DecodeString(p)
+	payload, err := strictBase64.DecodeString(p)
 	if err != nil {
 		return requestState{}, errBadState
 	}

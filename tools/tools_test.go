@@ -183,3 +183,23 @@ func TestToAnswer(t *testing.T) {
 	assert.Equal(t, session.Unusable, shrug.Action, "an unknown action is the client's fault, not the transport's")
 	assert.ErrorContains(t, shrug.Err, `"shrug"`)
 }
+
+// A token's last character carries spare bits; changing them must not leave a valid token
+// (3 such substitutions of the MAC's last character were accepted).
+func TestStateTokensDecodeStrictly(t *testing.T) {
+	s := stateSigner{key: []byte(strings.Repeat("k", 32))}
+	tok := s.sign(requestState{ID: "E1", Owner: "O1", Tool: "ask_user", Round: 1, Expires: 1000})
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
+	payload, _, _ := strings.Cut(tok, ".")
+	for _, at := range []int{len(tok) - 1, len(payload) - 1} {
+		opened := 0
+		for _, c := range alphabet {
+			altered := tok[:at] + string(c) + tok[at+1:]
+			if _, err := s.open(altered); err == nil {
+				opened++
+				assert.Equal(t, tok, altered, "only the token as issued opens")
+			}
+		}
+		assert.Equal(t, 1, opened, "position %d", at)
+	}
+}

@@ -100,6 +100,8 @@ type clientSetup struct {
 	args       []string
 	env        []string
 	pipes      bool // start the process here and talk over its pipes, so a test can cut them
+	// tee, with pipes, wraps the server's stdout, so a test can read the wire.
+	tee func(io.Reader) io.Reader
 }
 
 func start(t *testing.T, c clientSetup) *harness {
@@ -123,7 +125,11 @@ func start(t *testing.T, c clientSetup) *harness {
 		require.NoError(t, err)
 		require.NoError(t, h.cmd.Start())
 		h.stdin = stdin
-		transport = &mcp.IOTransport{Reader: stdout, Writer: stdin}
+		var out io.Reader = stdout
+		if c.tee != nil {
+			out = c.tee(stdout)
+		}
+		transport = &mcp.IOTransport{Reader: io.NopCloser(out), Writer: stdin}
 	}
 	if c.middleware != nil {
 		client.AddReceivingMiddleware(c.middleware)
@@ -257,7 +263,7 @@ func TestAskUserDeadline(t *testing.T) {
 		require.Eventually(t, func() bool { return strings.Contains(h.stderr.String(), "state=timeout") }, failsafe, 20*time.Millisecond)
 	})
 	t.Run("pull-2026-07-28", func(t *testing.T) {
-		h := start(t, clientSetup{args: []string{"--timeout", "1s"},
+		h := start(t, clientSetup{args: []string{"--timeout", "1s", "--pull-idle", "1h"}, // the deadline, not the idle expiry
 			elicit: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 				select { // the person answers after the deadline
 				case <-time.After(2 * time.Second):

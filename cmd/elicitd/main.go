@@ -113,6 +113,7 @@ type config struct {
 	maxLive        int
 	maxAnswerBytes int
 	keepalive      time.Duration
+	pullIdle       time.Duration
 	logLevel       slog.Level
 	stateKey       string
 	version        bool
@@ -122,7 +123,7 @@ type config struct {
 func (c config) options() tools.Options {
 	o := tools.Options{
 		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxLive: c.maxLive,
-		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, StateKey: []byte(c.stateKey),
+		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, StateKey: []byte(c.stateKey),
 	}
 	if c.ratePerMinute > 0 {
 		o.Rate, o.Burst = rate.Limit(float64(c.ratePerMinute)/60), c.burst
@@ -171,6 +172,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"max-live", "ELICITD_MAX_LIVE", "open questions across all sessions", "1000", intIn(&c.maxLive, 1, 10_000_000)},
 		{"max-answer-bytes", "ELICITD_MAX_ANSWER_BYTES", "the largest answer accepted, as JSON", "1048576", intIn(&c.maxAnswerBytes, 1024, 64<<20)},
 		{"keepalive", "ELICITD_KEEPALIVE", "progress notifications while waiting, when the call has a progress token (0: off)", "15s", durationIn(&c.keepalive, 100*time.Millisecond, time.Hour, true)},
+		{"pull-idle", "ELICITD_PULL_IDLE", "how long a 2026-07-28 client may take to come back with an answer before its question ends as abandoned (0: half of --timeout)", "0", func(s string) error {
+			d, err := time.ParseDuration(s)
+			if err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {
+				return fmt.Errorf("must be 0 (half of --timeout) or a duration between 1s and 24h0m0s, got %q", s)
+			}
+			c.pullIdle = d
+			return nil
+		}},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
 				return fmt.Errorf("must be debug, info, warn or error, got %q", s)
