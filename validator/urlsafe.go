@@ -1,7 +1,10 @@
 package validator
 
 import (
+	"bytes"
 	"context"
+	_ "embed"
+	"encoding/csv"
 	"errors"
 	"fmt"
 	"net"
@@ -152,38 +155,80 @@ func isNumericLabel(l string) bool {
 	return l != "" && strings.Trim(l, "0123456789") == ""
 }
 
-var (
-	blocked4 = prefixes(
-		"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-		"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-		"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4", // 240/4 holds 255.255.255.255
-	)
-	global6  = netip.MustParsePrefix("2000::/3") // the only IPv6 range allocated for global unicast
-	blocked6 = prefixes(
-		"2001::/32",     // Teredo: hides an IPv4 address
-		"2001:10::/28",  // ORCHID
-		"2001:20::/28",  // ORCHIDv2
-		"2001:db8::/32", // documentation
-		"3fff::/20",     // documentation
-	)
-	nat64   = netip.MustParsePrefix("64:ff9b::/96")
-	sixTo4  = netip.MustParsePrefix("2002::/16")
-	mapped4 = netip.MustParsePrefix("::ffff:0:0/96")
-)
+// specialPurpose is the IANA special-purpose registries, as data (special-purpose.csv).
+//
+//go:embed special-purpose.csv
+var specialPurposeCSV []byte
 
-func prefixes(ss ...string) []netip.Prefix {
-	out := make([]netip.Prefix, len(ss))
-	for i, s := range ss {
-		out[i] = netip.MustParsePrefix(s)
-	}
-	return out
+// specialBlock is one entry of the registries.
+type specialBlock struct {
+	Prefix    netip.Prefix
+	Name      string
+	Reachable bool // "Globally Reachable" is True (False and N/A are not)
 }
 
-// IsPublicAddr reports whether a is a public unicast address: not loopback, private,
-// link-local, CGNAT, multicast, broadcast, unspecified, reserved or documentation space,
-// not an IPv6 ULA, and carrying no zone. IPv4-mapped, NAT64 (64:ff9b::/96) and 6to4
-// addresses are judged by the IPv4 address inside them; other IPv6 outside 2000::/3 is not
-// public.
+// specialBlocks holds the registries' entries, most specific first.
+var specialBlocks = mustSpecialBlocks(specialPurposeCSV)
+
+func mustSpecialBlocks(data []byte) []specialBlock {
+	blocks, err := parseSpecialBlocks(data)
+	if err != nil {
+		panic("validator: special-purpose.csv: " + err.Error()) // embedded data: caught by any test
+	}
+	return blocks
+}
+
+func parseSpecialBlocks(data []byte) ([]specialBlock, error) {
+	r := csv.NewReader(bytes.NewReader(data))
+	r.Comment = '#'
+	rows, err := r.ReadAll()
+	if err != nil {
+		return nil, err
+	}
+	if len(rows) < 2 || strings.Join(rows[0], ",") != "block,name,rfc,globally_reachable" {
+		return nil, errors.New("the header must be block,name,rfc,globally_reachable")
+	}
+	var out []specialBlock
+	for _, row := range rows[1:] {
+		p, err := netip.ParsePrefix(row[0])
+		if err != nil || p != p.Masked() {
+			return nil, fmt.Errorf("%q is not a block", row[0])
+		}
+		switch row[3] {
+		case "True", "False", "N/A":
+		default:
+			return nil, fmt.Errorf("%s: globally_reachable must be True, False or N/A, got %q", row[0], row[3])
+		}
+		out = append(out, specialBlock{Prefix: p, Name: row[1], Reachable: row[3] == "True"})
+	}
+	slices.SortStableFunc(out, func(a, b specialBlock) int { return b.Prefix.Bits() - a.Prefix.Bits() })
+	return out, nil
+}
+
+// special returns the most specific registry entry holding a, if any.
+func special(a netip.Addr) (specialBlock, bool) {
+	for _, b := range specialBlocks {
+		if b.Prefix.Contains(a) {
+			return b, true
+		}
+	}
+	return specialBlock{}, false
+}
+
+var (
+	multicast4 = netip.MustParsePrefix("224.0.0.0/4") // the multicast registry, not the special-purpose one
+	global6    = netip.MustParsePrefix("2000::/3")    // the only IPv6 range allocated for global unicast
+	nat64      = netip.MustParsePrefix("64:ff9b::/96")
+	sixTo4     = netip.MustParsePrefix("2002::/16")
+	mapped4    = netip.MustParsePrefix("::ffff:0:0/96")
+)
+
+// IsPublicAddr reports whether a is a public unicast address: every block of the IANA IPv4
+// and IPv6 special-purpose registries whose addresses are not globally reachable is refused
+// (loopback, private, link-local, shared, benchmarking, documentation, reserved, discard,
+// ULA, ...), judged by the most specific block holding a; so are multicast, an address with
+// a zone, and IPv6 outside 2000::/3. IPv4-mapped, NAT64 (64:ff9b::/96) and 6to4 addresses
+// are judged by the IPv4 address inside them.
 func IsPublicAddr(a netip.Addr) bool {
 	if !a.IsValid() || a.Zone() != "" {
 		return false
@@ -192,18 +237,24 @@ func IsPublicAddr(a netip.Addr) bool {
 		a = a.Unmap()
 	}
 	if a.Is4() {
-		return !slices.ContainsFunc(blocked4, func(p netip.Prefix) bool { return p.Contains(a) })
+		if multicast4.Contains(a) {
+			return false
+		}
+	} else {
+		b := a.As16()
+		switch {
+		case nat64.Contains(a):
+			return IsPublicAddr(netip.AddrFrom4([4]byte(b[12:16])))
+		case sixTo4.Contains(a):
+			return IsPublicAddr(netip.AddrFrom4([4]byte(b[2:6])))
+		case !global6.Contains(a):
+			return false
+		}
 	}
-	b := a.As16()
-	switch {
-	case nat64.Contains(a):
-		return IsPublicAddr(netip.AddrFrom4([4]byte(b[12:16])))
-	case sixTo4.Contains(a):
-		return IsPublicAddr(netip.AddrFrom4([4]byte(b[2:6])))
-	case !global6.Contains(a):
-		return false
+	if blk, ok := special(a); ok {
+		return blk.Reachable
 	}
-	return !slices.ContainsFunc(blocked6, func(p netip.Prefix) bool { return p.Contains(a) })
+	return true
 }
 
 // DialControl is a net.Dialer Control function that refuses a connection to a non-public
