@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
+	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
@@ -68,4 +71,47 @@ func TestFormFloodStaysSmall(t *testing.T) {
 	peak := peakRSS(t, h.cmd.Process.Pid)
 	t.Logf("peak RSS of elicitd after the flood: %.1f MiB", float64(peak)/(1<<20))
 	assert.Less(t, peak, int64(400<<20))
+}
+
+// Each bad setting is one line naming the setting and what it accepts, with exit status 2;
+// --version works whatever else is set.
+func TestSettingsSayNoClearly(t *testing.T) {
+	run := func(env []string, args ...string) (int, string, string) {
+		cmd := exec.Command(bin, args...)
+		cmd.Env = append(os.Environ(), env...)
+		var stdout, stderr bytes.Buffer
+		cmd.Stdout, cmd.Stderr = &stdout, &stderr
+		cmd.Stdin = strings.NewReader("")
+		err := cmd.Run()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		}
+		return code, stdout.String(), stderr.String()
+	}
+	for _, tc := range []struct {
+		env  []string
+		args []string
+		says string
+	}{
+		{[]string{"UPS_ENVIRONMENT=prod"}, nil, `UPS_ENVIRONMENT must be "test" (or "cie") or "production", got "prod"`},
+		{[]string{"UPS_ENVIRONMENT=bogus"}, nil, `got "bogus"`},
+		{[]string{"UPS_BASE_URL=notaurl"}, nil, `UPS_BASE_URL must be an https:// URL`},
+		{nil, []string{"--conformance-fixtures=maybe"}, `invalid boolean value "maybe" for -conformance-fixtures`},
+		{nil, []string{"--nope"}, `flag provided but not defined: -nope`},
+		{nil, []string{"--max-answer-bytes", "67108864"}, `--max-answer-bytes must be a whole number between 1024 and`},
+	} {
+		code, _, stderr := run(tc.env, tc.args...)
+		assert.Equal(t, 2, code, "%v %v", tc.env, tc.args)
+		assert.Equal(t, 1, strings.Count(stderr, "\n"), "one line: %q", stderr)
+		assert.Contains(t, stderr, tc.says)
+		assert.True(t, strings.HasPrefix(stderr, "elicitd: "), stderr)
+	}
+	code, stdout, _ := run([]string{"UPS_ENVIRONMENT=bogus", "ELICITD_TIMEOUT=forever"}, "--version")
+	assert.Equal(t, 0, code, "--version works whatever the rest says")
+	assert.True(t, strings.HasPrefix(stdout, "elicitd "), stdout)
+	code, _, stderr := run(nil, "-help")
+	assert.Equal(t, 0, code)
+	assert.Contains(t, stderr, "-timeout")
 }

@@ -33,6 +33,9 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
 
+// maxFrameBytes is the largest JSON-RPC message elicitd reads on stdio: one line.
+const maxFrameBytes = 16 << 20
+
 // shutdownWithin bounds how long a signalled shutdown may take.
 const shutdownWithin = 4 * time.Second
 
@@ -51,7 +54,6 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	opts := cfg.options()
-	opts.UPS = ups.ConfigFromEnv(getenv)
 	opts.Logger = logger
 	// The SDK narrates every connection at info level; keep it to warnings unless debugging.
 	opts.SDKLogger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: max(cfg.logLevel, slog.LevelWarn)}))
@@ -118,6 +120,7 @@ type config struct {
 	stateKey       string
 	version        bool
 	conformance    bool
+	ups            ups.Config
 }
 
 func (c config) options() tools.Options {
@@ -128,6 +131,7 @@ func (c config) options() tools.Options {
 	if c.ratePerMinute > 0 {
 		o.Rate, o.Burst = rate.Limit(float64(c.ratePerMinute)/60), c.burst
 	}
+	o.UPS = c.ups
 	return o
 }
 
@@ -170,7 +174,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"rate", "ELICITD_RATE", "questions a client session may start per minute (0: no limit)", "10", intIn(&c.ratePerMinute, 0, 1_000_000)},
 		{"burst", "ELICITD_BURST", "questions a client session may start at once", "10", intIn(&c.burst, 1, 1_000_000)},
 		{"max-live", "ELICITD_MAX_LIVE", "open questions across all sessions", "1000", intIn(&c.maxLive, 1, 10_000_000)},
-		{"max-answer-bytes", "ELICITD_MAX_ANSWER_BYTES", "the largest answer accepted, as JSON", "1048576", intIn(&c.maxAnswerBytes, 1024, 64<<20)},
+		{"max-answer-bytes", "ELICITD_MAX_ANSWER_BYTES", "the largest answer accepted, as JSON (at most half the stdio frame limit, so an answer always fits in a frame)", "1048576", intIn(&c.maxAnswerBytes, 1024, maxFrameBytes/2)},
 		{"keepalive", "ELICITD_KEEPALIVE", "progress notifications while waiting, when the call has a progress token (0: off)", "15s", durationIn(&c.keepalive, 100*time.Millisecond, time.Hour, true)},
 		{"pull-idle", "ELICITD_PULL_IDLE", "how long a 2026-07-28 client may take to come back with an answer before its question ends as abandoned (0: half of --timeout)", "0", func(s string) error {
 			d, err := time.ParseDuration(s)
@@ -188,7 +192,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}},
 	}
 	fs := flag.NewFlagSet("elicitd", flag.ContinueOnError)
-	fs.SetOutput(stderr)
+	fs.SetOutput(io.Discard) // a parse error is one line, written by run; -help prints the usage
 	values := map[string]*string{}
 	for _, s := range settings {
 		values[s.name] = fs.String(s.name, s.def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
@@ -196,7 +200,16 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	fs.BoolVar(&c.conformance, "conformance-fixtures", false, "also serve the tools the MCP conformance suite calls")
 	if err := fs.Parse(args); err != nil {
-		return c, err
+		if errors.Is(err, flag.ErrHelp) {
+			fs.SetOutput(stderr)
+			fmt.Fprintln(stderr, "Usage of elicitd (an MCP server on stdio; see README.md):")
+			fs.PrintDefaults()
+			return c, err
+		}
+		return c, fmt.Errorf("%v (elicitd -help lists the flags)", err)
+	}
+	if c.version {
+		return c, nil // --version works whatever the other settings say
 	}
 	if fs.NArg() > 0 {
 		return c, fmt.Errorf("unexpected argument %q: elicitd takes only flags", fs.Arg(0))
@@ -218,5 +231,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.stateKey != "" && len(c.stateKey) < 32 {
 		return c, fmt.Errorf("ELICITD_STATE_KEY must be at least 32 characters, got %d", len(c.stateKey))
 	}
-	return c, nil
+	var err error
+	c.ups, err = ups.ConfigFromEnv(getenv)
+	return c, err
 }

@@ -171,7 +171,7 @@ func TestRealCreateAndRateAgainstAFakeUPS(t *testing.T) {
 	for _, era := range eras {
 		t.Run(era.name, func(t *testing.T) {
 			srv, seen := fakeUPS(t)
-			env := []string{"UPS_BASE_URL=" + srv.URL, "UPS_CLIENT_ID=id", "UPS_CLIENT_SECRET=secret"}
+			env := []string{"UPS_BASE_URL=" + srv.URL, "UPS_CLIENT_ID=id", "UPS_CLIENT_SECRET=secret", "ELICITD_UPS_ALLOW_LOCAL=1"}
 			rec := &recorded{}
 			h := start(t, clientSetup{version: era.version, env: env, elicit: rec.handler(t,
 				map[string]any{"shipper_city": "Atlanta", "ship_to_name": "Bob", "package_1_weight": "5"})})

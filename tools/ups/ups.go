@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -20,10 +21,12 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
+
+	"elicitd/validator"
 )
 
-// Base URLs. Any environment other than "production" selects the customer integration
-// environment (CIE).
+// Base URLs: Environment "production" selects ProductionURL; "test", "cie" or none the
+// customer integration environment (CIE).
 const (
 	ProductionURL = "https://onlinetools.ups.com"
 	CIEURL        = "https://wwwcie.ups.com"
@@ -37,10 +40,16 @@ const refreshEarly = 60 * time.Second
 
 // Config says where and as whom to call UPS.
 type Config struct {
-	ClientID       string
-	ClientSecret   string
-	Environment    string // "production" or anything else (CIE)
-	BaseURL        string // overrides Environment, for sandboxes and tests
+	ClientID     string
+	ClientSecret string
+	Environment  string // "production", or "test" (also "cie") or empty for CIE
+	BaseURL      string // overrides Environment, for sandboxes and tests: an https URL
+	// AllowLocal lets BaseURL be plain http and name a loopback or private address, for
+	// tests against a local fake of UPS (ELICITD_UPS_ALLOW_LOCAL=1). It covers BaseURL's
+	// host only: without a HTTPClient of the caller's, every connection goes to a public
+	// address (checked at connect time, after DNS) and every other hop, redirects included,
+	// must be https.
+	AllowLocal     bool
 	AccountNumber  string // the default shipper number and bill-shipper account
 	TransactionSrc string // the transactionSrc header when a call gives none; "elicitd"
 	Timeout        time.Duration
@@ -48,25 +57,61 @@ type Config struct {
 	Clock          clock.Clock // for token expiry
 }
 
-// ConfigFromEnv reads UPS_CLIENT_ID, UPS_CLIENT_SECRET, UPS_ENVIRONMENT, UPS_ACCOUNT_NUMBER
-// and UPS_BASE_URL, accepting the older names CLIENT_ID, CLIENT_SECRET and ENVIRONMENT that
-// existing UPS MCP setups use.
-func ConfigFromEnv(getenv func(string) string) Config {
-	first := func(names ...string) string {
+// ConfigFromEnv reads UPS_CLIENT_ID, UPS_CLIENT_SECRET, UPS_ENVIRONMENT, UPS_ACCOUNT_NUMBER,
+// UPS_BASE_URL and ELICITD_UPS_ALLOW_LOCAL, accepting the older names CLIENT_ID,
+// CLIENT_SECRET and ENVIRONMENT that existing UPS MCP setups use. A value it cannot use is an
+// error naming the variable and what it accepts.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	first := func(names ...string) (string, string) {
 		for _, n := range names {
 			if v := strings.TrimSpace(getenv(n)); v != "" {
-				return v
+				return v, n
 			}
 		}
-		return ""
+		return "", names[0]
 	}
-	return Config{
-		ClientID:      first("UPS_CLIENT_ID", "CLIENT_ID"),
-		ClientSecret:  first("UPS_CLIENT_SECRET", "CLIENT_SECRET"),
-		Environment:   first("UPS_ENVIRONMENT", "ENVIRONMENT"),
-		AccountNumber: first("UPS_ACCOUNT_NUMBER"),
-		BaseURL:       first("UPS_BASE_URL"),
+	c := Config{AccountNumber: strings.TrimSpace(getenv("UPS_ACCOUNT_NUMBER"))}
+	c.ClientID, _ = first("UPS_CLIENT_ID", "CLIENT_ID")
+	c.ClientSecret, _ = first("UPS_CLIENT_SECRET", "CLIENT_SECRET")
+	var envName string
+	c.Environment, envName = first("UPS_ENVIRONMENT", "ENVIRONMENT")
+	c.BaseURL, _ = first("UPS_BASE_URL")
+	switch v := strings.TrimSpace(getenv("ELICITD_UPS_ALLOW_LOCAL")); strings.ToLower(v) {
+	case "", "0", "false":
+	case "1", "true":
+		c.AllowLocal = true
+	default:
+		return c, fmt.Errorf("ELICITD_UPS_ALLOW_LOCAL must be 1 or 0 (true or false), got %q", v)
 	}
+	if err := c.check(envName); err != nil {
+		return c, err
+	}
+	return c, nil
+}
+
+// check reports the first setting of c that cannot be used; envName names the environment
+// variable Environment came from.
+func (c Config) check(envName string) error {
+	switch strings.ToLower(c.Environment) {
+	case "", "test", "cie", "production":
+	default:
+		return fmt.Errorf("%s must be \"test\" (or \"cie\") or \"production\", got %q", envName, c.Environment)
+	}
+	if c.BaseURL == "" {
+		return nil
+	}
+	u, err := url.Parse(c.BaseURL)
+	want := "an https:// URL such as " + CIEURL
+	if c.AllowLocal {
+		want = "an http:// or https:// URL"
+	}
+	switch {
+	case err != nil || u.Host == "" || u.Opaque != "" || u.User != nil:
+		return fmt.Errorf("UPS_BASE_URL must be %s, got %q", want, c.BaseURL)
+	case u.Scheme == "https", u.Scheme == "http" && c.AllowLocal:
+		return nil
+	}
+	return fmt.Errorf("UPS_BASE_URL must be %s (plain http only with ELICITD_UPS_ALLOW_LOCAL=1, for tests), got %q", want, c.BaseURL)
 }
 
 // Configured reports whether credentials are set.
@@ -98,7 +143,7 @@ func New(cfg Config) *Client {
 		c.base = CIEURL
 	}
 	if c.http == nil {
-		c.http = &http.Client{}
+		c.http = c.guardedClient()
 	}
 	if c.clk == nil {
 		c.clk = clock.New()
@@ -110,6 +155,39 @@ func New(cfg Config) *Client {
 		c.cfg.TransactionSrc = "elicitd"
 	}
 	return c
+}
+
+// guardedClient is the HTTP client of a Client whose caller gave none: it connects only to
+// public addresses (validator.GuardDialer, checked at connect time so DNS cannot rebind past
+// it) and follows a redirect only to an https URL, at most 5 times. With AllowLocal, the base
+// URL's own host and port are exempt from both rules, and nothing else is.
+func (c *Client) guardedClient() *http.Client {
+	var local string // the base URL's host:port, when AllowLocal exempts it
+	if u, err := url.Parse(c.base); err == nil && c.cfg.AllowLocal {
+		local = u.Host
+		if u.Port() == "" {
+			local = net.JoinHostPort(u.Hostname(), map[string]string{"http": "80", "https": "443"}[u.Scheme])
+		}
+	}
+	guard := validator.GuardDialer(&net.Dialer{Timeout: 10 * time.Second})
+	plain := &net.Dialer{Timeout: 10 * time.Second}
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.Proxy = nil // a proxy would connect on our behalf, past the guard
+	tr.DialContext = func(ctx context.Context, network, addr string) (net.Conn, error) {
+		if local != "" && addr == local {
+			return plain.DialContext(ctx, network, addr)
+		}
+		return guard.DialContext(ctx, network, addr)
+	}
+	return &http.Client{Transport: tr, CheckRedirect: func(req *http.Request, via []*http.Request) error {
+		if len(via) >= 5 {
+			return errors.New("UPS redirected more than 5 times")
+		}
+		if req.URL.Scheme != "https" && !(local != "" && req.URL.Host == local) {
+			return fmt.Errorf("UPS redirected to a %s:// URL; only https is followed", req.URL.Scheme)
+		}
+		return nil
+	}}
 }
 
 // BaseURL returns the base URL calls go to.

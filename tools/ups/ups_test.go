@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -82,7 +84,7 @@ func (f *fakeUPS) serve(w http.ResponseWriter, r *http.Request) {
 }
 
 func (f *fakeUPS) client(clk clock.Clock) *ups.Client {
-	return ups.New(ups.Config{ClientID: "id", ClientSecret: "secret", BaseURL: f.srv.URL + "/", Clock: clk})
+	return ups.New(ups.Config{ClientID: "id", ClientSecret: "secret", BaseURL: f.srv.URL + "/", Clock: clk, AllowLocal: true})
 }
 
 var body = map[string]any{"ShipmentRequest": map[string]any{"Shipment": map[string]any{"Description": "books"}}}
@@ -130,11 +132,14 @@ func TestBaseURLs(t *testing.T) {
 		ups.New(ups.Config{}).Endpoint(ups.RatePath("v2409", "Rate"), url.Values{"additionalinfo": {"timeintransit"}}))
 
 	env := map[string]string{"CLIENT_ID": "old-id", "UPS_CLIENT_SECRET": "s", "ENVIRONMENT": "production", "UPS_ACCOUNT_NUMBER": "A1"}
-	cfg := ups.ConfigFromEnv(func(k string) string { return env[k] })
+	cfg, err := ups.ConfigFromEnv(func(k string) string { return env[k] })
+	require.NoError(t, err)
 	assert.Equal(t, ups.Config{ClientID: "old-id", ClientSecret: "s", Environment: "production", AccountNumber: "A1"}, cfg)
 	assert.True(t, cfg.Configured())
 	env["UPS_CLIENT_ID"] = "new-id"
-	assert.Equal(t, "new-id", ups.ConfigFromEnv(func(k string) string { return env[k] }).ClientID, "the UPS_ names win")
+	cfg, err = ups.ConfigFromEnv(func(k string) string { return env[k] })
+	require.NoError(t, err)
+	assert.Equal(t, "new-id", cfg.ClientID, "the UPS_ names win")
 	assert.False(t, ups.Config{ClientID: "x"}.Configured())
 }
 
@@ -256,7 +261,7 @@ func TestTokenRefusedAndNetworkFailure(t *testing.T) {
 	dead := httptest.NewServer(http.NotFoundHandler())
 	url := dead.URL
 	dead.Close()
-	c := ups.New(ups.Config{ClientID: "id", ClientSecret: "secret", BaseURL: url})
+	c := ups.New(ups.Config{ClientID: "id", ClientSecret: "secret", BaseURL: url, AllowLocal: true})
 	_, err = c.Post(context.Background(), ups.ShipPath("v2409"), nil, body, ups.CallOptions{})
 	require.Error(t, err)
 	assert.False(t, errors.As(err, &apiErr), "a network failure is not a UPS answer")
@@ -277,4 +282,63 @@ func TestTheCallHonoursItsContext(t *testing.T) {
 	}()
 	_, err := f.client(nil).Post(ctx, ups.ShipPath("v2409"), nil, body, ups.CallOptions{})
 	require.ErrorIs(t, err, context.Canceled)
+}
+
+// A setting UPS calls cannot use is refused, naming the variable and what it takes, instead of
+// silently falling back to the test service.
+func TestConfigFromEnvRefusesWhatItCannotUse(t *testing.T) {
+	for _, tc := range []struct {
+		env  map[string]string
+		says string
+	}{
+		{map[string]string{"UPS_ENVIRONMENT": "prod"}, `UPS_ENVIRONMENT must be "test" (or "cie") or "production", got "prod"`},
+		{map[string]string{"ENVIRONMENT": "bogus"}, `ENVIRONMENT must be "test" (or "cie") or "production", got "bogus"`},
+		{map[string]string{"UPS_BASE_URL": "notaurl"}, `UPS_BASE_URL must be an https:// URL such as https://wwwcie.ups.com, got "notaurl"`},
+		{map[string]string{"UPS_BASE_URL": "http://ups.example.com"}, "plain http only with ELICITD_UPS_ALLOW_LOCAL=1"},
+		{map[string]string{"UPS_BASE_URL": "https://user:pw@ups.example.com"}, "UPS_BASE_URL must be"},
+		{map[string]string{"ELICITD_UPS_ALLOW_LOCAL": "maybe"}, `ELICITD_UPS_ALLOW_LOCAL must be 1 or 0 (true or false), got "maybe"`},
+	} {
+		_, err := ups.ConfigFromEnv(func(k string) string { return tc.env[k] })
+		require.Error(t, err, "%v", tc.env)
+		assert.Contains(t, err.Error(), tc.says)
+		assert.NotContains(t, err.Error(), "\n", "one line")
+	}
+	for _, env := range []map[string]string{
+		{"UPS_ENVIRONMENT": "Production"}, {"UPS_ENVIRONMENT": "test"}, {"UPS_ENVIRONMENT": "CIE"},
+		{"UPS_BASE_URL": "https://sandbox.example.com/"}, {"UPS_BASE_URL": "http://127.0.0.1:8080", "ELICITD_UPS_ALLOW_LOCAL": "1"},
+	} {
+		_, err := ups.ConfigFromEnv(func(k string) string { return env[k] })
+		assert.NoError(t, err, "%v", env)
+	}
+}
+
+// The client dials only public addresses and follows redirects only to https: a fake UPS on
+// loopback (allowed as the configured base) that redirects to 127.0.0.2 is not followed there.
+func TestRedirectToANonPublicAddressIsRefused(t *testing.T) {
+	var hits atomic.Int64
+	inner := httptest.NewUnstartedServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { hits.Add(1) }))
+	l, err := net.Listen("tcp", "127.0.0.2:0")
+	require.NoError(t, err)
+	inner.Listener = l
+	inner.Start()
+	defer inner.Close()
+	for _, target := range []string{inner.URL, "https://" + strings.TrimPrefix(inner.URL, "http://")} {
+		outer := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			http.Redirect(w, r, target+r.URL.Path, http.StatusTemporaryRedirect)
+		}))
+		c := ups.New(ups.Config{ClientID: "id", ClientSecret: "secret", BaseURL: outer.URL, AllowLocal: true})
+		_, err = c.Post(context.Background(), ups.ShipPath("v2409"), nil, map[string]any{}, ups.CallOptions{})
+		outer.Close()
+		require.Error(t, err, target)
+		assert.Regexp(t, "only https is followed|non-public address 127.0.0.2", err.Error())
+	}
+	assert.Zero(t, hits.Load(), "nothing reached the address behind the redirect")
+
+	// Without AllowLocal even the configured base is refused when it is not public.
+	local := httptest.NewServer(http.NotFoundHandler())
+	defer local.Close()
+	c := ups.New(ups.Config{ClientID: "id", ClientSecret: "secret", BaseURL: local.URL})
+	_, err = c.Post(context.Background(), ups.ShipPath("v2409"), nil, map[string]any{}, ups.CallOptions{})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "non-public address 127.0.0.1")
 }
