@@ -326,7 +326,12 @@ func (r *Registry) CloseOwner(owner string) int {
 
 // Shutdown refuses new starts, cancels every live elicitation with reason shutdown, and
 // waits until every actor goroutine has returned or ctx ends (then it returns ctx's error).
-func (r *Registry) Shutdown(ctx context.Context) error {
+func (r *Registry) Shutdown(ctx context.Context) error { return r.Close(ctx, session.Shutdown) }
+
+// Close is Shutdown with another reason: ClientGone when the one client a server had has
+// gone, so that an elicitation a call in flight was about to start is refused rather than
+// started and ended as a shutdown.
+func (r *Registry) Close(ctx context.Context, reason session.Reason) error {
 	r.mu.Lock()
 	r.closed = true
 	live := make([]*session.Elicitation, 0, len(r.byID))
@@ -339,7 +344,7 @@ func (r *Registry) Shutdown(ctx context.Context) error {
 	// slow to take its cancel (a prompter that blocks, say).
 	ended := make(chan struct{})
 	go func() {
-		cancelAll(live, session.Shutdown)
+		cancelAll(live, reason)
 		r.actors.Wait()
 		close(ended)
 	}()

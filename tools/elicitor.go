@@ -10,9 +10,11 @@ import (
 	"log/slog"
 	"slices"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"elicitd/registry"
@@ -403,7 +405,7 @@ func (p pushPrompter) Prompt(pr session.Prompt) {
 		res, err := p.ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: pr.Message})
 		switch {
 		case p.ctx.Err() != nil:
-		case errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed):
+		case clientGone(err):
 			// The client went away with the question open. The tool call's wait sees its
 			// context end for the same reason; whichever is first, the reason is the same.
 			_ = pr.Elicitation.Cancel(session.ClientGone)
@@ -412,6 +414,18 @@ func (p pushPrompter) Prompt(pr session.Prompt) {
 		}
 	}()
 }
+
+// clientGone reports whether err says the client has gone: the connection closed or ended,
+// or a write to it found the pipe broken.
+func clientGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// FrameTooLarge is the message of the JSON-RPC error a transport delivers in place of a
+// reply too large to read (elicitd's stdio transport does): for an elicitation, an answer
+// over the size limit, which earns a re-prompt like any other.
+const FrameTooLarge = "the message is larger than the frame limit"
 
 // wireSchemaKey carries a push-era prompt's wire schema from pushPrompter to attachWireSchema.
 type wireSchemaKey struct{}
@@ -439,7 +453,12 @@ func elicitParams(pr session.Prompt) *mcp.ElicitParams {
 
 func toAnswer(round int, res *mcp.ElicitResult, err error) session.Answer {
 	a := session.Answer{Round: round}
+	var we *jsonrpc.Error
 	switch {
+	case errors.As(err, &we) && we.Message == FrameTooLarge:
+		a.Action = session.Accept
+		a.Rejections = []validator.FieldError{{Label: "Answer", Constraint: "size",
+			Message: "Answer: is too large to receive (the limit is the transport's frame size)"}}
 	case err != nil:
 		a.Action, a.Err = session.Failed, err
 	case res == nil:

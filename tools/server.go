@@ -133,10 +133,14 @@ func (s *Server) CloseSessions() {
 	})
 }
 
-// Shutdown cancels every open question (reason shutdown), so the tool calls waiting on them
-// return their results, and waits until those calls have been handled or ctx ends.
-func (s *Server) Shutdown(ctx context.Context) error {
-	if err := s.Registry.Shutdown(ctx); err != nil {
+// Shutdown is Close with reason shutdown.
+func (s *Server) Shutdown(ctx context.Context) error { return s.Close(ctx, session.Shutdown) }
+
+// Close refuses new questions, ends every open one with reason (shutdown, or client gone when
+// the only client has gone), so the tool calls waiting on them return their results, and
+// waits until those calls have been handled or ctx ends.
+func (s *Server) Close(ctx context.Context, reason session.Reason) error {
+	if err := s.Registry.Close(ctx, reason); err != nil {
 		return err
 	}
 	handled := make(chan struct{})

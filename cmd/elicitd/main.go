@@ -19,9 +19,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
+	"elicitd/session"
 	"elicitd/tools"
 	"elicitd/tools/ups"
 )
@@ -30,14 +30,21 @@ import (
 var version = "0.1.0-dev"
 
 func main() {
+	// Without this, a write to a client that has gone (a broken stdout pipe) kills the process
+	// with SIGPIPE; ignored, it is an error the session handles: its questions end client_gone.
+	signal.Ignore(syscall.SIGPIPE)
 	os.Exit(run(os.Args[1:], os.Getenv, os.Stdin, os.Stdout, os.Stderr))
 }
 
 // maxFrameBytes is the largest JSON-RPC message elicitd reads on stdio: one line.
 const maxFrameBytes = 16 << 20
 
-// shutdownWithin bounds how long a signalled shutdown may take.
-const shutdownWithin = 4 * time.Second
+// shutdownWithin bounds how long ending the open questions may take; exitWithin bounds a
+// signalled exit as a whole (the README promises 5 s).
+const (
+	shutdownWithin = 4 * time.Second
+	exitWithin     = 4500 * time.Millisecond
+)
 
 func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
 	cfg, err := parseConfig(args, getenv, stderr)
@@ -72,40 +79,44 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	runCtx, stopRun := context.WithCancel(context.Background())
 	defer stopRun()
 	ended := make(chan error, 1)
+	stdio := &lineTransport{in: stdin, out: stdout, maxFrame: maxFrameBytes, log: logger}
 	go func() {
-		ended <- srv.MCP.Run(runCtx, &mcp.IOTransport{Reader: io.NopCloser(stdin), Writer: nopWriteCloser{stdout}})
+		ended <- srv.MCP.Run(runCtx, stdio)
 	}()
 
 	select {
 	case <-ended:
-		// stdin reached EOF (or the stream broke): end what is open, quietly.
-		srv.CloseSessions()
+		// stdin reached EOF, or stdout broke: the client has gone. Everything open, and
+		// anything a call still in flight starts, ends as client_gone, quietly.
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
 		defer cancel()
-		_ = srv.Shutdown(ctx)
+		_ = srv.Close(ctx, session.ClientGone)
 		return 0
 	case sig := <-sigs:
 		logger.Info("shutting down", "signal", sig.String())
+		deadline := time.Now().Add(exitWithin)
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
 		defer cancel()
-		if err := srv.Shutdown(ctx); err != nil {
+		if err := srv.Close(ctx, session.Shutdown); err != nil {
 			logger.Warn("shutdown did not finish in time", "error", err)
 		}
 		// The waiting tool calls have been answered; give their responses a moment to be
-		// written before the connection closes.
+		// written before the connection closes. A client that no longer reads can hold a
+		// write forever: the process exits by the deadline all the same.
 		select {
 		case <-ended:
+			return 0
 		case <-time.After(200 * time.Millisecond):
-			stopRun()
-			<-ended
+		}
+		stdio.hangUp()
+		select {
+		case <-ended:
+		case <-time.After(time.Until(deadline)):
+			logger.Warn("exiting with replies unwritten: the client is not reading")
 		}
 		return 0
 	}
 }
-
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
 
 type config struct {
 	timeout        time.Duration

@@ -1,0 +1,274 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"unicode/utf8"
+
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"elicitd/tools"
+)
+
+// lineTransport is MCP's stdio transport as the spec words it: newline-delimited JSON-RPC,
+// one message a line. Unlike go-sdk's IOTransport, whose streaming decoder ends the session at
+// the first bad frame (and lets a truncated object swallow the frames after it), a bad line
+// here is answered and forgotten:
+//
+//   - not UTF-8, not JSON: a -32700 parse error (id null);
+//   - JSON but not one JSON-RPC message (a batch, a bare value, a message of no known shape):
+//     a -32600 invalid request, with the request's id when it has one;
+//   - longer than maxFrame bytes: -32600 too, with the id when it appears early in the line;
+//     and when the line was a reply to one of elicitd's own requests (an answer too large
+//     to carry), that request gets a -32600 error reply in place of the answer, so it ends
+//     at once instead of waiting for one.
+//
+// Every other line reaches the SDK as it came, and the session goes on.
+type lineTransport struct {
+	in       io.Reader
+	out      io.Writer
+	maxFrame int
+	log      *slog.Logger
+
+	mu   sync.Mutex
+	conn *lineConn
+}
+
+// Connect implements mcp.Transport.
+func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
+	c := &lineConn{out: t.out, log: t.log, incoming: make(chan incoming), closed: make(chan struct{})}
+	go c.readLines(bufio.NewReaderSize(t.in, 64<<10), t.maxFrame)
+	t.mu.Lock()
+	t.conn = c
+	t.mu.Unlock()
+	return c, nil
+}
+
+// hangUp ends the session as if the input had ended: the server's Run returns as it does at
+// EOF, without the error a cancelled context is logged with.
+func (t *lineTransport) hangUp() {
+	t.mu.Lock()
+	c := t.conn
+	t.mu.Unlock()
+	if c != nil {
+		_ = c.Close()
+	}
+}
+
+type incoming struct {
+	msg jsonrpc.Message
+	err error
+}
+
+type lineConn struct {
+	out io.Writer
+	log *slog.Logger
+
+	wmu sync.Mutex // one message a write, whole
+
+	incoming  chan incoming
+	closed    chan struct{}
+	closeOnce sync.Once
+}
+
+// Frame errors, as JSON-RPC 2.0 numbers them.
+const (
+	codeParseError     = jsonrpc.CodeParseError
+	codeInvalidRequest = jsonrpc.CodeInvalidRequest
+)
+
+// frameTooLargeMessage marks the error reply that stands in for a reply too large to read.
+const frameTooLargeMessage = tools.FrameTooLarge
+
+// readLines reads one line at a time until the input ends, handing each good message to
+// Read and answering each bad one.
+func (c *lineConn) readLines(r *bufio.Reader, maxFrame int) {
+	for {
+		line, over, err := readLine(r, maxFrame)
+		if len(line) > 0 || over {
+			if msg := c.frame(line, over, maxFrame); msg != nil {
+				select {
+				case c.incoming <- incoming{msg: msg}:
+				case <-c.closed:
+					return
+				}
+			}
+		}
+		if err != nil {
+			select {
+			case c.incoming <- incoming{err: err}:
+			case <-c.closed:
+			}
+			return
+		}
+	}
+}
+
+// readLine returns the next line without its line ending. A line longer than maxFrame is
+// read to its end and dropped, all but its first 64 KiB (over is then true).
+func readLine(r *bufio.Reader, maxFrame int) (line []byte, over bool, err error) {
+	const keep = 64 << 10
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if !over {
+			if len(line)+len(chunk) > maxFrame {
+				over = true
+				line = append(line, chunk[:min(len(chunk), max(keep-len(line), 0))]...)
+			} else {
+				line = append(line, chunk...)
+			}
+		}
+		switch {
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case err != nil && len(line) == 0 && !over:
+			return nil, false, err
+		case err != nil:
+			return bytes.TrimRight(line, "\r\n"), over, nil // the last line, unterminated; EOF next
+		}
+		return bytes.TrimRight(line, "\r\n"), over, nil
+	}
+}
+
+// frame turns one line into a message for the SDK, or answers it and returns nil.
+func (c *lineConn) frame(line []byte, over bool, maxFrame int) jsonrpc.Message {
+	if over {
+		id, isRequest := leadingID(line)
+		c.log.Warn("refused a JSON-RPC message over the frame limit", "limit_bytes", maxFrame)
+		if id.IsValid() && !isRequest {
+			// A reply to one of our requests: that request fails at once, as if the client
+			// had answered with this error.
+			return &jsonrpc.Response{ID: id, Error: &jsonrpc.Error{Code: codeInvalidRequest, Message: frameTooLargeMessage}}
+		}
+		c.reply(id, codeInvalidRequest, fmt.Sprintf("%s (%d bytes)", frameTooLargeMessage, maxFrame))
+		return nil
+	}
+	trimmed := bytes.TrimSpace(line)
+	switch {
+	case len(trimmed) == 0:
+		return nil // a blank line: nothing was sent
+	case !utf8.Valid(trimmed) || !json.Valid(trimmed):
+		c.log.Warn("refused a line that is not JSON")
+		c.reply(jsonrpc.ID{}, codeParseError, "parse error: each line must be one JSON-RPC message in UTF-8 JSON")
+		return nil
+	case trimmed[0] == '[':
+		c.log.Warn("refused a JSON-RPC batch")
+		c.reply(jsonrpc.ID{}, codeInvalidRequest, "invalid request: batches are not supported; send one message a line")
+		return nil
+	}
+	msg, err := jsonrpc.DecodeMessage(trimmed)
+	if err == nil && !wellFormed(trimmed) {
+		err = errors.New("not a request, notification or response")
+	}
+	if err != nil {
+		id, _ := leadingID(trimmed)
+		c.log.Warn("refused a line that is not a JSON-RPC message")
+		c.reply(id, codeInvalidRequest, "invalid request: not a JSON-RPC 2.0 request, notification or response")
+		return nil
+	}
+	return msg
+}
+
+// wellFormed reports whether a JSON object has the members of a JSON-RPC 2.0 message: a
+// method (a request or notification), or an id with exactly one of result and error.
+func wellFormed(line []byte) bool {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(line, &m) != nil || string(m["jsonrpc"]) != `"2.0"` {
+		return false
+	}
+	if _, ok := m["method"]; ok {
+		return true
+	}
+	_, hasID := m["id"]
+	_, hasResult := m["result"]
+	_, hasError := m["error"]
+	return hasID && hasResult != hasError
+}
+
+// leadingID finds the "id" of a JSON-RPC message from what can be read of its start, and
+// whether a "method" came before the first value it could not read (a request).
+func leadingID(prefix []byte) (id jsonrpc.ID, isRequest bool) {
+	dec := json.NewDecoder(bytes.NewReader(prefix))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return id, false
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return id, isRequest
+		}
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return id, isRequest
+		}
+		switch key {
+		case "id":
+			if made, err := jsonrpc.MakeID(v); err == nil {
+				id = made
+			}
+		case "method":
+			isRequest = true
+		}
+	}
+	return id, isRequest
+}
+
+// reply writes a JSON-RPC error response to a frame that cannot be handled.
+func (c *lineConn) reply(id jsonrpc.ID, code int64, message string) {
+	resp := struct {
+		JSONRPC string         `json:"jsonrpc"`
+		ID      any            `json:"id"`
+		Error   *jsonrpc.Error `json:"error"`
+	}{"2.0", id.Raw(), &jsonrpc.Error{Code: code, Message: message}}
+	b, _ := json.Marshal(resp) // plain data: cannot fail
+	_ = c.writeLine(b)         // a broken output ends the session through Write
+}
+
+func (c *lineConn) writeLine(b []byte) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_, err := c.out.Write(append(b, '\n'))
+	return err
+}
+
+// Read implements mcp.Connection.
+func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
+	select {
+	case in := <-c.incoming:
+		return in.msg, in.err
+	case <-ctx.Done():
+		return nil, ctx.Err()
+	case <-c.closed:
+		return nil, io.EOF
+	}
+}
+
+// Write implements mcp.Connection.
+func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	b, err := jsonrpc.EncodeMessage(msg)
+	if err != nil {
+		return fmt.Errorf("encoding a JSON-RPC message: %w", err)
+	}
+	return c.writeLine(b)
+}
+
+// Close implements mcp.Connection. The reading goroutine ends when the input does (stdin
+// cannot be interrupted), or at its next message.
+func (c *lineConn) Close() error {
+	c.closeOnce.Do(func() { close(c.closed) })
+	return nil
+}
+
+// SessionID implements mcp.Connection: stdio has one session and no id.
+func (c *lineConn) SessionID() string { return "" }
