@@ -124,15 +124,6 @@ func (r inputRequired) MarshalJSON() ([]byte, error) {
 	return json.Marshal(fields)
 }
 
-// CloseSessions ends every client session's open questions with reason client gone, as
-// when the stdio client goes away.
-func (s *Server) CloseSessions() {
-	s.el.owners.Range(func(_, id any) bool {
-		s.Registry.CloseOwner(id.(string))
-		return true
-	})
-}
-
 // Shutdown is Close with reason shutdown.
 func (s *Server) Shutdown(ctx context.Context) error { return s.Close(ctx, session.Shutdown) }
 
