@@ -121,7 +121,8 @@ func readLine(r *bufio.Reader, maxFrame int) (line []byte, over bool, err error)
 		if !over {
 			if len(line)+len(chunk) > maxFrame {
 				over = true
-				line = append(line, chunk[:min(len(chunk), max(keep-len(line), 0))]...)
+				line = line[:min(len(line), keep)]
+				line = append(line, chunk[:min(len(chunk), keep-len(line))]...)
 			} else {
 				line = append(line, chunk...)
 			}
