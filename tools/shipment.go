@@ -125,7 +125,7 @@ func structuralError(rules []preflight.Rule) *Error {
 	return e
 }
 
-// ship runs the loop of SHIPPING.md: malformed -> structural -> unsupported client -> one
+// ship runs the loop of docs/shipping.md: malformed -> structural -> unsupported client -> one
 // form -> re-prompts keeping valid answers -> follow-ups for newly required fields -> UPS.
 func (s *Server) ship(ctx context.Context, req *mcp.CallToolRequest, job shipJob) *mcp.CallToolResult {
 	return s.el.Call(ctx, req, func() (Ask, *Error) {

@@ -1,5 +1,5 @@
 // Package shipping knows what a UPS create-shipment or rate request needs (see
-// shared/design/SHIPPING.md): it canonicalises a partial body, applies defaults, and derives
+// docs/shipping.md): it canonicalises a partial body, applies defaults, and derives
 // the rules for every field still required, including those that depend on the body's own
 // values (countries, services, forms, packages).
 package shipping
@@ -54,7 +54,7 @@ func opts(pairs ...string) []validator.Option {
 	return out
 }
 
-// Option lists from SHIPPING.md.
+// Option lists from docs/shipping.md.
 var (
 	ServiceCodes = opts("01", "Next Day Air", "02", "2nd Day Air", "03", "Ground", "07", "Express", "08", "Expedited",
 		"11", "UPS Standard", "12", "3 Day Select", "13", "Next Day Air Saver", "14", "Next Day Air Early",
