@@ -50,7 +50,8 @@ Example: {"message": "Where should the parcel go?", "form": {"title": "Delivery"
  {"name": "weight_kg", "type": "number", "label": "Weight (kg)", "exclusive_minimum": 0}]}}
 
 Answers are checked, and when one is invalid the person is asked again, with the problems
-listed, for only the fields that were wrong (the valid answers are kept). The result's "status" is completed (with "data"), declined, cancelled or timeout.
+listed, for only the fields that were wrong (the valid answers are kept). The result's
+"status" is completed (with "data"), declined, cancelled or timeout.
 Never ask for passwords, API keys or payment details here. Instead of "form" you may pass an
 MCP requestedSchema as "schema".`
 

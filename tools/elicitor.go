@@ -95,10 +95,7 @@ func (p *pullState) claim(round int) bool {
 		return false
 	}
 	p.answered = round
-	if p.idle != nil {
-		p.idle.Stop()
-		p.idle = nil
-	}
+	p.disarm()
 	return true
 }
 
@@ -111,9 +108,7 @@ func (p *pullState) waitFor(clk clock.Clock, d time.Duration, e *session.Elicita
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.idle != nil {
-		p.idle.Stop()
-	}
+	p.disarm()
 	p.idle = clk.AfterFunc(d, func() { _ = e.Cancel(session.Abandoned) })
 }
 
@@ -121,6 +116,11 @@ func (p *pullState) waitFor(clk clock.Clock, d time.Duration, e *session.Elicita
 func (p *pullState) stop() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.disarm()
+}
+
+// disarm stops the idle expiry, if armed; p.mu is held.
+func (p *pullState) disarm() {
 	if p.idle != nil {
 		p.idle.Stop()
 		p.idle = nil

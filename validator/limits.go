@@ -70,9 +70,7 @@ func programEstimate(re *syntax.Regexp, limit int) int {
 	switch re.Op {
 	case syntax.OpLiteral:
 		return min(len(re.Rune)+1, limit+1)
-	case syntax.OpCapture:
-		return clampAdd(sub(0), 2)
-	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
+	case syntax.OpCapture, syntax.OpStar, syntax.OpPlus, syntax.OpQuest:
 		return clampAdd(sub(0), 2)
 	case syntax.OpRepeat:
 		n := re.Max

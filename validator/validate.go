@@ -104,12 +104,11 @@ func (c *Compiled) Keep(content map[string]any) (data map[string]any, errs []Fie
 	r := *c
 	r.fields = slices.Clone(c.fields)
 	for i := range r.fields {
+		// Every field not at fault is kept with its value in data (a field kept before is
+		// there too; a blank optional one is absent, so nil); a field at fault, even one kept
+		// before whose custom check has now failed, is asked again.
 		f := &r.fields[i]
-		if !f.kept && !wrong[f.Name] {
-			f.kept, f.keptValue = true, data[f.Name]
-		} else if wrong[f.Name] {
-			f.kept, f.keptValue = false, nil // a kept value that failed a custom check is asked again
-		}
+		f.kept, f.keptValue = !wrong[f.Name], data[f.Name]
 	}
 	r.wire = buildWire(r.fields)
 	return nil, errs, &r

@@ -76,12 +76,10 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
-	runCtx, stopRun := context.WithCancel(context.Background())
-	defer stopRun()
 	ended := make(chan error, 1)
 	stdio := &lineTransport{in: stdin, out: stdout, maxFrame: maxFrameBytes, log: logger}
 	go func() {
-		ended <- srv.MCP.Run(runCtx, stdio)
+		ended <- srv.MCP.Run(context.Background(), stdio) // ended by stdio.hangUp, not by a context
 	}()
 
 	select {

@@ -3,7 +3,9 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"slices"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -34,10 +36,27 @@ func (p prompt) keys() []string {
 
 // rawClient is a client whose answers bypass every client-side check.
 type rawClient struct {
-	h       *harness
-	pull    bool
-	answer  func(n int, p prompt) *mcp.ElicitResult
+	h      *harness
+	pull   bool
+	answer func(n int, p prompt) *mcp.ElicitResult
+
+	mu      sync.Mutex // push prompts are recorded on the client's handler goroutines
 	prompts []prompt
+}
+
+// record keeps a prompt and returns its number, from 0.
+func (rc *rawClient) record(p prompt) int {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	rc.prompts = append(rc.prompts, p)
+	return len(rc.prompts) - 1
+}
+
+// seen returns the prompts so far.
+func (rc *rawClient) seen() []prompt {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	return slices.Clone(rc.prompts)
 }
 
 func toPrompt(t *testing.T, params *mcp.ElicitParams) prompt {
@@ -64,8 +83,7 @@ func startRaw(t *testing.T, version string, answer func(n int, p prompt) *mcp.El
 				return next(ctx, method, req)
 			}
 			p := toPrompt(t, req.GetParams().(*mcp.ElicitParams))
-			rc.prompts = append(rc.prompts, p) // push prompts of one call come one at a time
-			return rc.answer(len(rc.prompts)-1, p), nil
+			return rc.answer(rc.record(p), p), nil
 		}
 	}
 	rc.h = start(t, setup)
@@ -87,8 +105,7 @@ func (rc *rawClient) call(t *testing.T, tool string, args map[string]any) (map[s
 		responses := mcp.InputResponseMap{}
 		for key, ir := range res.InputRequests {
 			p := toPrompt(t, ir.(*mcp.ElicitParams))
-			rc.prompts = append(rc.prompts, p)
-			responses[key] = rc.answer(len(rc.prompts)-1, p)
+			responses[key] = rc.answer(rc.record(p), p)
 		}
 		params = &mcp.CallToolParams{Name: tool, Arguments: args, RequestState: res.RequestState, InputResponses: responses}
 	}
@@ -147,9 +164,10 @@ func TestEveryErrorInFieldOrderWithoutTypedValues(t *testing.T) {
 				}
 			})
 			out, isErr := rc.call(t, "ask_user", map[string]any{"message": "Your order?", "form": humanForm})
+			prompts := rc.seen()
 			require.False(t, isErr, "%v", out)
-			require.Len(t, rc.prompts, 3)
-			first := rc.prompts[1].Message
+			require.Len(t, prompts, 3)
+			first := prompts[1].Message
 			wantOrder := []string{"Quantity: must be a whole number", "Gift wrap: must be true or false", "Email: must be an email address", "Note: must be at most 20 characters"}
 			last := -1
 			for _, want := range wantOrder {
@@ -159,14 +177,14 @@ func TestEveryErrorInFieldOrderWithoutTypedValues(t *testing.T) {
 				last = at
 			}
 			assert.NotContains(t, first, "/properties/", "labels, not schema paths")
-			assert.ElementsMatch(t, []string{"qty", "gift", "email", "note"}, rc.prompts[1].keys(), "only the wrong fields are asked again")
-			assert.Equal(t, []string{"qty"}, rc.prompts[2].keys())
-			assert.True(t, strings.HasPrefix(rc.prompts[2].Message, "Quantity: must be at least 1"), rc.prompts[2].Message)
+			assert.ElementsMatch(t, []string{"qty", "gift", "email", "note"}, prompts[1].keys(), "only the wrong fields are asked again")
+			assert.Equal(t, []string{"qty"}, prompts[2].keys())
+			assert.True(t, strings.HasPrefix(prompts[2].Message, "Quantity: must be at least 1"), prompts[2].Message)
 
 			assert.Equal(t, "completed", out["status"])
 			assert.Equal(t, map[string]any{"qty": 2.0, "gift": true, "country": "CA", "email": "bo@example.com", "note": "ok"}, out["data"],
 				"the country from the first answer and the rest from the second were kept")
-			for _, p := range rc.prompts {
+			for _, p := range prompts {
 				assert.NotContains(t, p.Message, marker)
 			}
 			assert.NotContains(t, rc.h.stderr.String(), marker, "answers are never logged")
@@ -209,11 +227,12 @@ func TestAnswerSizeLimitInBothEras(t *testing.T) {
 				return acceptRaw(map[string]any{"qty": 1, "gift": false, "country": "US", "email": "a@example.com"})
 			})
 			out, isErr := rc.call(t, "ask_user", map[string]any{"message": "Your order?", "form": humanForm})
+			prompts := rc.seen()
 			require.False(t, isErr, "%v", out)
-			require.Len(t, rc.prompts, 2)
-			assert.True(t, strings.HasPrefix(rc.prompts[1].Message, "Answer: is too large (the limit is 1048576 bytes)"), rc.prompts[1].Message)
-			assert.Less(t, len(rc.prompts[1].Message), 200)
-			assert.Len(t, rc.prompts[1].keys(), 5, "nothing of an oversized answer is kept")
+			require.Len(t, prompts, 2)
+			assert.True(t, strings.HasPrefix(prompts[1].Message, "Answer: is too large (the limit is 1048576 bytes)"), prompts[1].Message)
+			assert.Less(t, len(prompts[1].Message), 200)
+			assert.Len(t, prompts[1].keys(), 5, "nothing of an oversized answer is kept")
 			assert.Equal(t, "completed", out["status"])
 		})
 	}
@@ -233,11 +252,12 @@ func TestShippingKeepsValidAnswersInBothEras(t *testing.T) {
 				return acceptRaw(map[string]any{"ship_to_attention_name": "Carol"})
 			})
 			out, isErr := rc.call(t, "create_shipment", map[string]any{"request_body": jsonBody(t, body), "dry_run": true})
+			prompts := rc.seen()
 			require.False(t, isErr, "%v", out)
-			require.Len(t, rc.prompts, 2)
-			assert.Len(t, rc.prompts[0].keys(), 5)
-			assert.Equal(t, []string{"ship_to_attention_name"}, rc.prompts[1].keys(), "only the over-long name is asked again")
-			assert.Contains(t, rc.prompts[1].Message, "Recipient contact name: must be at most 35 characters")
+			require.Len(t, prompts, 2)
+			assert.Len(t, prompts[0].keys(), 5)
+			assert.Equal(t, []string{"ship_to_attention_name"}, prompts[1].keys(), "only the over-long name is asked again")
+			assert.Contains(t, prompts[1].Message, "Recipient contact name: must be at most 35 characters")
 			shipTo := out["request_body"].(map[string]any)["ShipmentRequest"].(map[string]any)["Shipment"].(map[string]any)["ShipTo"].(map[string]any)
 			assert.Equal(t, "Carol", shipTo["AttentionName"])
 			assert.Equal(t, "Bob", shipTo["Name"])
