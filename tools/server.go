@@ -6,7 +6,6 @@ import (
 	"crypto/rand"
 	"encoding/json"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -43,8 +42,8 @@ type Server struct {
 	Registry *registry.Registry
 	el       *Elicitor
 	opts     Options
-	inflight sync.WaitGroup // tool calls being handled
-	ups      *ups.Client    // nil without credentials
+	calls    inflight    // tool calls being handled
+	ups      *ups.Client // nil without credentials
 	forms    *formCache
 }
 
@@ -85,8 +84,8 @@ func NewServer(opts Options, version string) *Server {
 			if method != "tools/call" {
 				return next(ctx, method, req)
 			}
-			s.inflight.Add(1)
-			defer s.inflight.Done()
+			s.calls.begin()
+			defer s.calls.end()
 			res, err := next(ctx, method, req)
 			if r, ok := res.(*mcp.CallToolResult); ok && len(r.InputRequests) > 0 {
 				res = inputRequired{r}
@@ -134,13 +133,8 @@ func (s *Server) Close(ctx context.Context, reason session.Reason) error {
 	if err := s.Registry.Close(ctx, reason); err != nil {
 		return err
 	}
-	handled := make(chan struct{})
-	go func() {
-		s.inflight.Wait()
-		close(handled)
-	}()
 	select {
-	case <-handled:
+	case <-s.calls.none():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

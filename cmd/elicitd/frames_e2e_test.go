@@ -92,6 +92,9 @@ func startPeer(t *testing.T, args ...string) *rawPeer {
 	return p
 }
 
+// tail returns the last n bytes of s.
+func tail(s string, n int) string { return s[max(len(s)-n, 0):] }
+
 // waitExit returns how the process ended, failing the test if it does not.
 func (p *rawPeer) waitExit() error {
 	p.t.Helper()
@@ -263,7 +266,7 @@ func TestSIGTERMWithAClientThatStoppedReading(t *testing.T) {
 	require.NoError(t, p.cmd.Process.Signal(syscall.SIGTERM))
 	err := p.waitExit()
 	t.Logf("exited %s after SIGTERM with %d replies pending", time.Since(startedAt).Round(time.Millisecond), calls)
-	require.NoError(t, err)
+	require.NoError(t, err, "stderr:\n%s", tail(p.stderr.String(), 4000))
 	assert.Contains(t, p.stderr.String(), "exiting with replies unwritten", "the bounded exit acted")
 	assert.NotContains(t, p.stderr.String(), "level=ERROR", p.stderr.String())
 }
