@@ -1,4 +1,4 @@
-module elicitd
+module github.com/elicitd/elicitd
 
 go 1.26.8
 

@@ -12,9 +12,9 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
-	"elicitd/registry"
-	"elicitd/session"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/validator"
 )
 
 var pendingCount = flag.Int("pending", 100_000, "elicitations BenchmarkPendingMemory holds at once")

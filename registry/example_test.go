@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
-	"elicitd/registry"
-	"elicitd/session"
-	"elicitd/session/sessiontest"
+	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/session/sessiontest"
 )
 
 // A tool starts an elicitation, a prompter hands each prompt to the person, and the tool

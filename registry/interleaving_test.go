@@ -13,9 +13,9 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
 
-	"elicitd/registry"
-	"elicitd/session"
-	"elicitd/session/sessiontest"
+	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/session/sessiontest"
 )
 
 // model is what one elicitation should be, by a plain reading of the rules.

@@ -21,7 +21,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"golang.org/x/time/rate"
 
-	"elicitd/session"
+	"github.com/elicitd/elicitd/session"
 )
 
 // Config sets a registry's clock and limits. The zero Config has no limits and the real clock.

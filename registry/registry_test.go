@@ -13,9 +13,9 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/time/rate"
 
-	"elicitd/registry"
-	"elicitd/session"
-	"elicitd/session/sessiontest"
+	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/session/sessiontest"
 )
 
 // Every test in the package must leave no goroutine behind.

@@ -1,6 +1,6 @@
 package registry
 
-import "elicitd/session"
+import "github.com/elicitd/elicitd/session"
 
 // Stats counts what a registry has done since it was made, and what is live now.
 type Stats struct {

@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"elicitd/session"
-	"elicitd/session/sessiontest"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/session/sessiontest"
 )
 
 // 100 goroutines race a valid answer, a decline, a cancel, extensions and the deadline on one

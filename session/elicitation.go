@@ -9,7 +9,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Env is what an elicitation needs from whoever starts it. The zero Env runs on the real

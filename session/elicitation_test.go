@@ -12,9 +12,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"elicitd/session"
-	"elicitd/session/sessiontest"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/session/sessiontest"
+	"github.com/elicitd/elicitd/validator"
 )
 
 type fixture struct {

@@ -4,7 +4,7 @@ import (
 	"errors"
 	"time"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Prompt is one request for the person to fill in a form, emitted by an elicitation to its

@@ -8,9 +8,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"elicitd/session"
-	"elicitd/session/sessiontest"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/session/sessiontest"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // slowForm's Validate signals that it has begun and then blocks until released: a check that

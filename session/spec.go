@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Defaults applied by Start to a Spec that leaves a limit at zero.

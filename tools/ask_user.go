@@ -12,8 +12,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/session"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // AskUserInput is the ask_user tool's input.

@@ -8,8 +8,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/session"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // The MCP conformance suite's elicitation scenarios call these tools and check the exact

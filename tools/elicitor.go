@@ -17,9 +17,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/registry"
-	"elicitd/session"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // pullEra is the first protocol version whose clients answer elicitations through multi

@@ -6,7 +6,7 @@ import (
 
 	"github.com/hashicorp/golang-lru/v2/simplelru"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // formKey names a form or schema by a SHA-256 of its kind and its JSON as sent.

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 func compiledWithLabel(t *testing.T, label string) *validator.Compiled {

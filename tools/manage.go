@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/session"
+	"github.com/elicitd/elicitd/session"
 )
 
 // MaxExtendSeconds bounds one extend_elicitation call; the elicitation's lifetime bounds the

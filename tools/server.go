@@ -13,9 +13,9 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
-	"elicitd/registry"
-	"elicitd/session"
-	"elicitd/tools/ups"
+	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/tools/ups"
 )
 
 // Options configure a Server. Zero values take the defaults noted.

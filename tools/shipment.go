@@ -10,11 +10,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/session"
-	"elicitd/tools/preflight"
-	"elicitd/tools/shipping"
-	"elicitd/tools/ups"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/tools/preflight"
+	"github.com/elicitd/elicitd/tools/shipping"
+	"github.com/elicitd/elicitd/tools/ups"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Error codes of the shipping tools.

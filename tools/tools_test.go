@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"elicitd/session"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/validator"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

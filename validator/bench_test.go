@@ -6,7 +6,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
-	v "elicitd/validator"
+	v "github.com/elicitd/elicitd/validator"
 )
 
 // benchForm is a 20-field form mixing every type and most constraints.

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	v "elicitd/validator"
+	v "github.com/elicitd/elicitd/validator"
 )
 
 func problems(t *testing.T, f v.Form) []v.Problem {

@@ -10,7 +10,7 @@ import (
 	"strings"
 	"testing"
 
-	v "elicitd/validator"
+	v "github.com/elicitd/elicitd/validator"
 )
 
 // fuzzForm has a field of every type, constraints, a default and a custom check.

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	v "elicitd/validator"
+	v "github.com/elicitd/elicitd/validator"
 )
 
 // fakeResolver answers from a table; any other name does not resolve.

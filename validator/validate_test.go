@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	v "elicitd/validator"
+	v "github.com/elicitd/elicitd/validator"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

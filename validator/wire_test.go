@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	v "elicitd/validator"
+	v "github.com/elicitd/elicitd/validator"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/wire")

@@ -13,7 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // question is one elicitation as the person sees it.

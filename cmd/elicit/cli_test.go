@@ -9,7 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 func TestParse(t *testing.T) {

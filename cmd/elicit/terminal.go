@@ -15,7 +15,7 @@ import (
 	"charm.land/huh/v2"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // terminal asks the person at a terminal, with a form drawn on out (stderr, so that stdout

@@ -14,10 +14,10 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/cmd/elicitd/internal/bare"
-	"elicitd/session"
-	"elicitd/tools"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/cmd/elicitd/internal/bare"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/tools"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // The same 3-field question as the bare server's, as elicitd's ask_user form.

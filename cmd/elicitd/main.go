@@ -21,9 +21,9 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"elicitd/session"
-	"elicitd/tools"
-	"elicitd/tools/ups"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/tools"
+	"github.com/elicitd/elicitd/tools/ups"
 )
 
 // version is set at build time with -ldflags "-X main.version=...".

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/tools"
+	"github.com/elicitd/elicitd/tools"
 )
 
 // lineTransport is MCP's stdio transport as the spec words it: newline-delimited JSON-RPC,

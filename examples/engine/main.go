@@ -13,9 +13,9 @@ import (
 	"strings"
 	"time"
 
-	"elicitd/registry"
-	"elicitd/session"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // weightForm asks for a package weight in kilograms, a positive number.

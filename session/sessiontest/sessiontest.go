@@ -12,8 +12,8 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"elicitd/session"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Failsafe bounds every wait here. No wait comes near it when the code under test is right.

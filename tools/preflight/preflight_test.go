@@ -12,8 +12,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"elicitd/tools/preflight"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/tools/preflight"
+	"github.com/elicitd/elicitd/validator"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,7 +7,7 @@ import (
 	"strconv"
 	"strings"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Rule is one required value of a request body.

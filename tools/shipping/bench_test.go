@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"elicitd/tools/shipping"
+	"github.com/elicitd/elicitd/tools/shipping"
 )
 
 // completeInternational is a complete US -> GB create body with an invoice and two products.

@@ -6,8 +6,8 @@ import (
 	"slices"
 	"strings"
 
-	"elicitd/tools/preflight"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/tools/preflight"
+	"github.com/elicitd/elicitd/validator"
 )
 
 func text(path, key, prompt string) preflight.Rule {

@@ -10,8 +10,8 @@ import (
 	"regexp"
 	"strings"
 
-	"elicitd/tools/preflight"
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/tools/preflight"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Kind is the request being completed.

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"elicitd/tools/preflight"
-	"elicitd/tools/shipping"
+	"github.com/elicitd/elicitd/tools/preflight"
+	"github.com/elicitd/elicitd/tools/shipping"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

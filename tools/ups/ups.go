@@ -22,7 +22,7 @@ import (
 	"github.com/google/uuid"
 	"golang.org/x/sync/singleflight"
 
-	"elicitd/validator"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Base URLs: Environment "production" selects ProductionURL; "test", "cie" or none the

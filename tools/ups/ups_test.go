@@ -21,7 +21,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"elicitd/tools/ups"
+	"github.com/elicitd/elicitd/tools/ups"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }

@@ -7,7 +7,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"elicitd/cmd/elicitd/internal/bare"
+	"github.com/elicitd/elicitd/cmd/elicitd/internal/bare"
 )
 
 func main() {
