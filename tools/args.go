@@ -9,14 +9,16 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/ask"
 )
 
 // addTool registers a tool whose arguments decode into In, handled as mcp.AddTool handles
 // them (the same inferred input schema, defaults applied, checked with the same validator,
 // then decoded), with one difference: arguments that break the schema get the error shape
 // every elicitd tool failure has (INVALID_ARGUMENT, naming the argument), where the SDK
-// answers with plain text.
-func addTool[In any](s *mcp.Server, t *mcp.Tool, h func(context.Context, *mcp.CallToolRequest, In) *mcp.CallToolResult) {
+// answers with plain text. With an Elicitor the handler may ask (see ask.Elicitor.Handler).
+func addTool[In any](s *mcp.Server, x *ask.Elicitor, t *mcp.Tool, h func(context.Context, *mcp.CallToolRequest, In) *mcp.CallToolResult) {
 	schema := inputSchema[In]()
 	resolved, err := schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
 	if err != nil {
@@ -24,13 +26,17 @@ func addTool[In any](s *mcp.Server, t *mcp.Tool, h func(context.Context, *mcp.Ca
 	}
 	tt := *t
 	tt.InputSchema = schema
-	s.AddTool(&tt, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	handler := func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		in, terr := decodeArgs[In](req.Params.Arguments, resolved, t.Name)
 		if terr != nil {
 			return terr.Result(), nil
 		}
 		return h(ctx, req, in), nil
-	})
+	}
+	if x != nil {
+		handler = x.Handler(handler)
+	}
+	s.AddTool(&tt, handler)
 }
 
 // inputSchema infers a tool's input schema from In as mcp.AddTool does.
@@ -44,27 +50,27 @@ func inputSchema[In any]() *jsonschema.Schema {
 
 // decodeArgs applies the schema's defaults to a tool call's arguments, checks them and decodes
 // them into In.
-func decodeArgs[In any](raw json.RawMessage, resolved *jsonschema.Resolved, tool string) (In, *Error) {
+func decodeArgs[In any](raw json.RawMessage, resolved *jsonschema.Resolved, tool string) (In, *ask.Error) {
 	var in In
 	args := map[string]any{}
 	if len(raw) > 0 && string(raw) != "null" {
 		if err := json.Unmarshal(raw, &args); err != nil {
-			return in, Errorf(CodeInvalidArgument, "invalid_arguments", "the arguments of %s must be a JSON object", tool)
+			return in, ask.Errorf(ask.CodeInvalidArgument, "invalid_arguments", "the arguments of %s must be a JSON object", tool)
 		}
 	}
 	var v any = args
 	if err := resolved.ApplyDefaults(&v); err != nil {
-		return in, Errorf(CodeInvalidArgument, "invalid_arguments", "%s: %v", tool, err)
+		return in, ask.Errorf(ask.CodeInvalidArgument, "invalid_arguments", "%s: %v", tool, err)
 	}
 	if err := resolved.Validate(&v); err != nil {
-		return in, Errorf(CodeInvalidArgument, "invalid_arguments", "%s: %s", tool, argumentProblem(err))
+		return in, ask.Errorf(ask.CodeInvalidArgument, "invalid_arguments", "%s: %s", tool, argumentProblem(err))
 	}
 	b, err := json.Marshal(v)
 	if err == nil {
 		err = json.Unmarshal(b, &in)
 	}
 	if err != nil {
-		return in, Errorf(CodeInvalidArgument, "invalid_arguments", "%s: %v", tool, err)
+		return in, ask.Errorf(ask.CodeInvalidArgument, "invalid_arguments", "%s: %v", tool, err)
 	}
 	return in, nil
 }

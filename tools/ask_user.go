@@ -12,6 +12,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/session"
 	"github.com/elicitd/elicitd/validator"
 )
@@ -63,28 +64,29 @@ var askUserSchema = inputSchema[AskUserInput]()
 // binds them), so they are decoded only for a call that starts one, straight into the form
 // compiler, and bad arguments get the tool error shape every other failure has.
 func (s *Server) addAskUser() {
-	s.MCP.AddTool(&mcp.Tool{Name: "ask_user", Title: "Ask the user", Description: askUserDescription, InputSchema: askUserSchema}, s.askUser)
+	s.MCP.AddTool(&mcp.Tool{Name: "ask_user", Title: "Ask the user", Description: askUserDescription, InputSchema: askUserSchema},
+		s.el.Handler(s.askUser))
 }
 
 func (s *Server) askUser(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	return s.el.Call(ctx, req, func() (Ask, *Error) {
-		in, terr := decodeAskUser(req.Params.Arguments)
-		if terr != nil {
-			return Ask{}, terr
-		}
-		// Refused now, a call compiles nothing: a flood of forms costs no memory.
-		if err := s.Registry.Admits(s.el.owner(req.Session)); err != nil {
-			return Ask{}, startError(err)
-		}
-		form, terr := s.compileAsk(in)
-		if terr != nil {
-			return Ask{}, terr
-		}
-		return Ask{Tool: "ask_user", Title: form.Title(), Message: in.Message, Form: form,
-			Timeout: time.Duration(in.TimeoutSeconds) * time.Second, MaxAttempts: in.MaxAttempts}, nil
-	}, func(o session.Outcome) *mcp.CallToolResult {
-		return jsonResult(askUserResult(o), false)
-	}), nil
+	in, bad := decodeAskUser(req.Params.Arguments)
+	if bad != nil {
+		return nil, bad
+	}
+	// Refused now, a call compiles nothing: a flood of forms costs no memory.
+	if err := s.el.Admits(req); err != nil {
+		return nil, err
+	}
+	form, bad := s.compileAsk(in)
+	if bad != nil {
+		return nil, bad
+	}
+	o, err := ask.Outcome(ctx, ask.Question{Title: form.Title(), Message: in.Message, Form: form,
+		Timeout: time.Duration(in.TimeoutSeconds) * time.Second, MaxAttempts: in.MaxAttempts})
+	if err != nil {
+		return nil, err
+	}
+	return ask.JSONResult(askUserResult(o), false), nil
 }
 
 // askUserArgs is AskUserInput as decoded: the form or schema kept as the JSON it came as.
@@ -100,9 +102,9 @@ var askUserArgNames = []string{"message", "form", "schema", "timeout_seconds", "
 
 // decodeAskUser reads ask_user's arguments as its input schema describes them, naming the
 // argument at fault and what it must be.
-func decodeAskUser(raw json.RawMessage) (askUserArgs, *Error) {
-	bad := func(format string, args ...any) (askUserArgs, *Error) {
-		return askUserArgs{}, Errorf(CodeInvalidArgument, "invalid_arguments", format, args...)
+func decodeAskUser(raw json.RawMessage) (askUserArgs, *ask.Error) {
+	bad := func(format string, args ...any) (askUserArgs, *ask.Error) {
+		return askUserArgs{}, ask.Errorf(ask.CodeInvalidArgument, "invalid_arguments", format, args...)
 	}
 	var fields map[string]json.RawMessage
 	if len(raw) > 0 && string(raw) != "null" {
@@ -176,19 +178,19 @@ func askUserResult(o session.Outcome) AskUserResult {
 // compileAsk compiles the form or schema of an ask_user call, refusing what form mode must
 // not carry. Its size is checked before anything else, and the limits of the form language
 // (validator.MaxFields and the rest) before anything in it is compiled.
-func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
+func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *ask.Error) {
 	if in.Message == "" {
-		return nil, Errorf(CodeInvalidForm, "no_message", `"message" is required: say what you are asking and why`)
+		return nil, ask.Errorf(ask.CodeInvalidForm, "no_message", `"message" is required: say what you are asking and why`)
 	}
 	if (in.Form == nil) == (in.Schema == nil) {
-		return nil, Errorf(CodeInvalidForm, "form_or_schema", `give exactly one of "form" and "schema"`)
+		return nil, ask.Errorf(ask.CodeInvalidForm, "form_or_schema", `give exactly one of "form" and "schema"`)
 	}
 	raw, kind, name := in.Form, byte('f'), "form"
 	if raw == nil {
 		raw, kind, name = in.Schema, 's', "schema"
 	}
 	if len(raw) > validator.MaxFormBytes {
-		return nil, Errorf(CodeInvalidForm, "form_too_large", "%q is %d bytes of JSON; the limit is %d", name, len(raw), validator.MaxFormBytes)
+		return nil, ask.Errorf(ask.CodeInvalidForm, "form_too_large", "%q is %d bytes of JSON; the limit is %d", name, len(raw), validator.MaxFormBytes)
 	}
 	var key formKey
 	h := sha256.New()
@@ -210,31 +212,17 @@ func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *Error) {
 		var c *validator.Compiled
 		if c, err = validator.Compile(f); err == nil {
 			if c.HasSensitive() {
-				return nil, Errorf(CodeInvalidForm, "sensitive_field",
+				return nil, ask.Errorf(ask.CodeInvalidForm, "sensitive_field",
 					"a field is marked sensitive: secrets must not be asked for in form mode (URL mode is needed, and not offered yet)")
 			}
 			s.forms.add(key, c)
 			return c, nil
 		}
 	}
-	e := Errorf(CodeInvalidForm, "invalid_definition", "%s", err.Error())
+	e := ask.Errorf(ask.CodeInvalidForm, "invalid_definition", "%s", err.Error())
 	var de *validator.DefinitionError
 	if errors.As(err, &de) {
 		e.Details = map[string]any{"problems": de.Problems}
 	}
 	return nil, e
-}
-
-// keepForm is how ask_user asks: after an invalid answer the re-prompt asks only the fields
-// at fault, and the valid answers are kept (validator.Compiled.Keep).
-type keepForm struct{ *validator.Compiled }
-
-var _ session.Keeper = keepForm{}
-
-func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, session.Form) {
-	data, errs, retry := f.Compiled.Keep(content)
-	if retry == nil {
-		return data, errs, nil
-	}
-	return data, errs, keepForm{retry}
 }

@@ -4,9 +4,12 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/ask"
 
 	"github.com/elicitd/elicitd/session"
 	"github.com/elicitd/elicitd/validator"
@@ -56,14 +59,25 @@ func (s *Server) AddConformanceFixtures() {
 			panic(fmt.Sprintf("conformance schema %s: %v", name, err)) // fixed data, checked by tests
 		}
 		form := rawSchemaForm{compiled, raw}
-		addTool(s.MCP, &mcp.Tool{Name: name, Description: "MCP conformance fixture: requests elicitation with a fixed schema"},
+		addTool(s.MCP, s.el, &mcp.Tool{Name: name, Description: "MCP conformance fixture: requests elicitation with a fixed schema"},
 			func(ctx context.Context, req *mcp.CallToolRequest, in conformanceInput) *mcp.CallToolResult {
-				return s.el.Call(ctx, req, func() (Ask, *Error) {
-					msg := cmp.Or(in.Message, "Please answer the conformance test form")
-					return Ask{Tool: name, Title: name, Message: msg, Form: compiled, WireForm: form}, nil
-				}, func(o session.Outcome) *mcp.CallToolResult { return conformanceResult(name, o) })
+				msg := cmp.Or(in.Message, "Please answer the conformance test form")
+				o, err := ask.Outcome(ctx, ask.Question{Title: name, Message: msg, Form: compiled, Wire: form})
+				if err != nil {
+					return errorResult(err)
+				}
+				return conformanceResult(name, o)
 			})
 	}
+}
+
+// errorResult is the tool result of an error from the ask package (always an *ask.Error).
+func errorResult(err error) *mcp.CallToolResult {
+	var e *ask.Error
+	if !errors.As(err, &e) {
+		e = ask.Errorf(ask.CodeFailed, "failed", "%s", err.Error())
+	}
+	return e.Result()
 }
 
 func conformanceResult(tool string, o session.Outcome) *mcp.CallToolResult {
@@ -75,7 +89,7 @@ func conformanceResult(tool string, o session.Outcome) *mcp.CallToolResult {
 	case o.Reason == session.UserCancelled:
 		action = "cancel"
 	default:
-		return OutcomeError(o).Result()
+		return ask.OutcomeError(o).Result()
 	}
 	content, _ := json.Marshal(o.Data) // answers decoded from JSON: they encode
 	if o.Data == nil {

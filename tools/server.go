@@ -1,10 +1,14 @@
+// Package tools holds elicitd's own MCP tools (ask_user, the management tools and the UPS
+// shipping tools) and the server that wires them to the ask package's Elicitor.
+//
+// Every tool failure is a tool result with isError true whose structured content, and whose
+// JSON text, is one shape (ask.Error): {code, message, reason, missing: [{dot_path,
+// flat_key, prompt}]}. The codes are stable API.
 package tools
 
 import (
-	"bytes"
 	"cmp"
 	"context"
-	"crypto/rand"
 	"encoding/json"
 	"log/slog"
 	"time"
@@ -13,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
+	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/registry"
 	"github.com/elicitd/elicitd/session"
 	"github.com/elicitd/elicitd/tools/ups"
@@ -41,9 +46,8 @@ type Options struct {
 type Server struct {
 	MCP      *mcp.Server
 	Registry *registry.Registry
-	el       *Elicitor
+	el       *ask.Elicitor
 	opts     Options
-	calls    inflight    // tool calls being handled
 	ups      *ups.Client // nil without credentials
 	forms    *formCache
 }
@@ -62,38 +66,15 @@ func NewServer(opts Options, version string) *Server {
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
-	key := opts.StateKey
-	if len(key) == 0 {
-		key = make([]byte, 32)
-		_, _ = rand.Read(key)
-	}
-	if opts.PullIdle == 0 {
-		opts.PullIdle = opts.Timeout / 2
-	}
-	el := &Elicitor{clk: opts.Clock, signer: stateSigner{key: key}, timeout: opts.Timeout,
-		maxAttempts: opts.MaxAttempts, keepalive: opts.Keepalive, pullIdle: opts.PullIdle, log: opts.Logger}
-	el.reg = registry.New(registry.Config{Clock: opts.Clock, Rate: opts.Rate, Burst: opts.Burst, MaxLive: opts.MaxLive, OnEnd: el.ended})
-
-	s := &Server{Registry: el.reg, el: el, opts: opts, forms: newFormCache(formCacheBudget, formCacheEntries)}
+	s := &Server{opts: opts, forms: newFormCache(formCacheBudget, formCacheEntries)}
 	s.MCP = mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
 		Logger:       cmp.Or(opts.SDKLogger, opts.Logger),
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
 	})
-	s.MCP.AddSendingMiddleware(attachWireSchema)
-	s.MCP.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
-		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-			if method != "tools/call" {
-				return next(ctx, method, req)
-			}
-			s.calls.begin()
-			defer s.calls.end()
-			res, err := next(ctx, method, req)
-			if r, ok := res.(*mcp.CallToolResult); ok && len(r.InputRequests) > 0 {
-				res = inputRequired{r}
-			}
-			return res, err
-		}
-	})
+	s.el = ask.New(s.MCP, ask.Options{Clock: opts.Clock, Timeout: opts.Timeout, MaxAttempts: opts.MaxAttempts,
+		Rate: opts.Rate, Burst: opts.Burst, MaxLive: opts.MaxLive, Keepalive: opts.Keepalive, PullIdle: opts.PullIdle,
+		StateKey: opts.StateKey, Logger: opts.Logger})
+	s.Registry = s.el.Registry()
 	if opts.UPS.Configured() {
 		s.ups = ups.New(opts.UPS)
 	}
@@ -105,54 +86,6 @@ func NewServer(opts Options, version string) *Server {
 	return s
 }
 
-// inputRequired is a 2026-07-28 input_required result as the spec has it: without the
-// "content" the SDK writes as null (its CallToolResult always carries the field).
-type inputRequired struct{ *mcp.CallToolResult }
-
-// nullContent is how the SDK's encoding starts when _meta is empty: Content is the first
-// field after the omitempty _meta.
-const nullContent = `{"content":null,`
-
-// MarshalJSON encodes the result once, without its _meta, cuts the leading null content and
-// puts _meta back: one pass on a path every pull-era round takes. Should the SDK's layout
-// change, it falls back to decoding the members and dropping the field.
-func (r inputRequired) MarshalJSON() ([]byte, error) {
-	bare := *r.CallToolResult
-	bare.Meta = nil
-	b, err := bare.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	if !bytes.HasPrefix(b, []byte(nullContent)) {
-		return r.dropContent()
-	}
-	out := append(make([]byte, 0, len(b)+128), '{')
-	if len(r.Meta) > 0 {
-		meta, err := json.Marshal(r.Meta)
-		if err != nil {
-			return nil, err
-		}
-		out = append(append(append(out, `"_meta":`...), meta...), ',')
-	}
-	return append(out, b[len(nullContent):]...), nil
-}
-
-// dropContent is the general way: decode the members, drop a null content, encode again.
-func (r inputRequired) dropContent() ([]byte, error) {
-	b, err := r.CallToolResult.MarshalJSON()
-	if err != nil {
-		return nil, err
-	}
-	var fields map[string]json.RawMessage
-	if err := json.Unmarshal(b, &fields); err != nil {
-		return nil, err
-	}
-	if string(fields["content"]) == "null" {
-		delete(fields, "content")
-	}
-	return json.Marshal(fields)
-}
-
 // Shutdown is Close with reason shutdown.
 func (s *Server) Shutdown(ctx context.Context) error { return s.Close(ctx, session.Shutdown) }
 
@@ -160,24 +93,16 @@ func (s *Server) Shutdown(ctx context.Context) error { return s.Close(ctx, sessi
 // the only client has gone), so the tool calls waiting on them return their results, and
 // waits until those calls have been handled or ctx ends.
 func (s *Server) Close(ctx context.Context, reason session.Reason) error {
-	if err := s.Registry.Close(ctx, reason); err != nil {
-		return err
-	}
-	select {
-	case <-s.calls.none():
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return s.el.Close(ctx, reason)
 }
 
 // Elicitor returns the adapter the server's tools use, for tools added by other packages.
-func (s *Server) Elicitor() *Elicitor { return s.el }
+func (s *Server) Elicitor() *ask.Elicitor { return s.el }
 
 const statsURI = "elicitd://stats"
 
 func (s *Server) readStats(_ context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
-	p50, p99, n := s.el.answerPercentiles()
+	p50, p99, n := s.el.AnswerPercentiles()
 	b, err := json.MarshalIndent(struct {
 		registry.Stats
 		AnswerP50 float64 `json:"time_to_answer_p50_seconds"`

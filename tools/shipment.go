@@ -10,6 +10,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/elicitd/elicitd/ask"
+
 	"github.com/elicitd/elicitd/session"
 	"github.com/elicitd/elicitd/tools/preflight"
 	"github.com/elicitd/elicitd/tools/shipping"
@@ -66,7 +68,7 @@ func (j shipJob) noun() string {
 }
 
 func (s *Server) addShipping() {
-	addTool(s.MCP, &mcp.Tool{Name: "create_shipment", Title: "Create a UPS shipment",
+	addTool(s.MCP, s.el, &mcp.Tool{Name: "create_shipment", Title: "Create a UPS shipment",
 		Description: "Create a UPS shipment from a complete or partial ShipmentRequest body. Missing required fields are asked from the person in one form; fields a form cannot carry are listed for you to add. With dry_run the completed body is returned instead of calling UPS."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in CreateShipmentInput) *mcp.CallToolResult {
 			q := url.Values{}
@@ -77,12 +79,12 @@ func (s *Server) addShipping() {
 				dryRun: in.DryRun, callOpt: ups.CallOptions{TransID: in.TransID, TransactionSrc: in.TransactionSrc}}
 			return s.ship(ctx, req, job)
 		})
-	addTool(s.MCP, &mcp.Tool{Name: "rate_shipment", Title: "Rate a UPS shipment",
+	addTool(s.MCP, s.el, &mcp.Tool{Name: "rate_shipment", Title: "Rate a UPS shipment",
 		Description: "Rate (or shop rates for) a UPS shipment from a complete or partial RateRequest body, asking the person for missing required fields. request_option is Rate, Shop, Ratetimeintransit or Shoptimeintransit."},
 		func(ctx context.Context, req *mcp.CallToolRequest, in RateShipmentInput) *mcp.CallToolResult {
 			option, err := shipping.CanonicalOption(in.RequestOption)
 			if err != nil {
-				return Errorf(CodeMalformed, "invalid_request_option", "request_option %q is not one of Rate, Shop, Ratetimeintransit, Shoptimeintransit", in.RequestOption).Result()
+				return ask.Errorf(CodeMalformed, "invalid_request_option", "request_option %q is not one of Rate, Shop, Ratetimeintransit, Shoptimeintransit", in.RequestOption).Result()
 			}
 			q := url.Values{}
 			if in.AdditionalInfo != "" {
@@ -101,26 +103,26 @@ func orDefault(version string) string {
 	return strings.TrimSpace(version)
 }
 
-func missingOf(rules []preflight.Rule) []Missing {
-	out := make([]Missing, len(rules))
+func missingOf(rules []preflight.Rule) []ask.Missing {
+	out := make([]ask.Missing, len(rules))
 	for i, r := range rules {
-		out[i] = Missing{DotPath: r.DotPath, FlatKey: r.FlatKey, Prompt: r.Prompt}
+		out[i] = ask.Missing{DotPath: r.DotPath, FlatKey: r.FlatKey, Prompt: r.Prompt}
 	}
 	return out
 }
 
-func malformedError(err error) *Error {
+func malformedError(err error) *ask.Error {
 	var m *shipping.Malformed
 	if errors.As(err, &m) {
-		e := Errorf(CodeMalformed, m.Reason, "%s", m.Error())
+		e := ask.Errorf(CodeMalformed, m.Reason, "%s", m.Error())
 		e.Details = map[string]any{"path": m.Path}
 		return e
 	}
-	return Errorf(CodeMalformed, "malformed_structure", "%s", err.Error())
+	return ask.Errorf(CodeMalformed, "malformed_structure", "%s", err.Error())
 }
 
-func structuralError(rules []preflight.Rule) *Error {
-	e := Errorf(CodeStructural, "structural", "add these to request_body and call again; a form cannot ask for them")
+func structuralError(rules []preflight.Rule) *ask.Error {
+	e := ask.Errorf(CodeStructural, "structural", "add these to request_body and call again; a form cannot ask for them")
 	e.Missing = missingOf(rules)
 	return e
 }
@@ -128,34 +130,45 @@ func structuralError(rules []preflight.Rule) *Error {
 // ship runs the loop of docs/shipping.md: malformed -> structural -> unsupported client -> one
 // form -> re-prompts keeping valid answers -> follow-ups for newly required fields -> UPS.
 func (s *Server) ship(ctx context.Context, req *mcp.CallToolRequest, job shipJob) *mcp.CallToolResult {
-	return s.el.Call(ctx, req, func() (Ask, *Error) {
-		if !job.dryRun && s.ups == nil {
-			return Ask{}, Errorf(CodeUPSNotConfigured, "no_credentials",
-				"UPS credentials are not set (UPS_CLIENT_ID and UPS_CLIENT_SECRET); use dry_run to complete the body without calling UPS")
+	if !job.dryRun && s.ups == nil {
+		return ask.Errorf(CodeUPSNotConfigured, "no_credentials",
+			"UPS credentials are not set (UPS_CLIENT_ID and UPS_CLIENT_SECRET); use dry_run to complete the body without calling UPS").Result()
+	}
+	if job.body == nil {
+		job.body = map[string]any{}
+	}
+	res, err := shipping.Check(job.body, job.kind, job.option, shipping.Env{AccountNumber: s.opts.UPS.AccountNumber})
+	if err != nil {
+		return malformedError(err).Result()
+	}
+	if st := res.Structural(); len(st) > 0 {
+		return structuralError(st).Result()
+	}
+	if len(res.Missing) == 0 {
+		return s.finishShipment(ctx, job, res.Body) // complete: nothing to ask
+	}
+	loop := &shipLoop{job: job, body: res.Body, base: fmt.Sprintf("Missing %d required field(s) for %s.", len(res.Missing), job.noun()), env: s.opts.UPS.AccountNumber}
+	form, err := loop.form(res)
+	if err != nil {
+		return ask.Errorf(ask.CodeFailed, "form", "%s", err.Error()).Result()
+	}
+	o, err := ask.Outcome(ctx, ask.Question{Title: "UPS " + job.noun(), Message: loop.base, Form: form.compiled, Wire: form,
+		Then: loop.next, Missing: missingOf(res.Missing)})
+	if err != nil {
+		return errorResult(err)
+	}
+	if o.State != session.Completed {
+		e := ask.OutcomeError(o)
+		if errs, ok := o.Data["errors"].([]validator.FieldError); ok && len(errs) > 0 {
+			e.Errors = errs
 		}
-		if job.body == nil {
-			job.body = map[string]any{}
-		}
-		res, err := shipping.Check(job.body, job.kind, job.option, shipping.Env{AccountNumber: s.opts.UPS.AccountNumber})
-		if err != nil {
-			return Ask{}, malformedError(err)
-		}
-		if st := res.Structural(); len(st) > 0 {
-			return Ask{}, structuralError(st)
-		}
-		if len(res.Missing) == 0 {
-			return Ask{Answered: map[string]any{"body": res.Body}}, nil // complete: nothing to ask
-		}
-		loop := &shipLoop{job: job, body: res.Body, base: fmt.Sprintf("Missing %d required field(s) for %s.", len(res.Missing), job.noun()), env: s.opts.UPS.AccountNumber}
-		form, err := loop.form(res)
-		if err != nil {
-			return Ask{}, Errorf(CodeFailed, "form", "%s", err.Error())
-		}
-		return Ask{Tool: toolName(job), Title: "UPS " + job.noun(), Message: loop.base, Form: form.compiled, WireForm: form,
-			Continue: loop.next, Missing: missingOf(res.Missing)}, nil
-	}, func(o session.Outcome) *mcp.CallToolResult {
-		return s.finishShipment(ctx, job, o)
-	})
+		return e.Result()
+	}
+	if e, ok := o.Data["error"].(*ask.Error); ok {
+		return e.Result()
+	}
+	body, _ := o.Data["body"].(map[string]any)
+	return s.finishShipment(ctx, job, body)
 }
 
 func toolName(j shipJob) string {
@@ -228,42 +241,31 @@ func (l *shipLoop) next(data map[string]any) session.Next {
 	msg.WriteString("\n" + l.base)
 	form, err := l.form(res)
 	if err != nil {
-		return session.Next{Data: map[string]any{"error": Errorf(CodeFailed, "form", "%s", err.Error())}}
+		return session.Next{Data: map[string]any{"error": ask.Errorf(ask.CodeFailed, "form", "%s", err.Error())}}
 	}
 	return session.Next{Data: map[string]any{"body": res.Body, "errors": errs}, FollowUp: &session.Step{Message: msg.String(), Form: form}}
 }
 
-// finishShipment turns the outcome into the tool's result: an error, the dry-run body, or
+// finishShipment turns the completed body into the tool's result: the dry-run body, or
 // UPS's answer.
-func (s *Server) finishShipment(ctx context.Context, job shipJob, o session.Outcome) *mcp.CallToolResult {
-	if o.State != session.Completed {
-		e := OutcomeError(o)
-		if errs, ok := o.Data["errors"].([]validator.FieldError); ok && len(errs) > 0 {
-			e.Errors = errs
-		}
-		return e.Result()
-	}
-	if e, ok := o.Data["error"].(*Error); ok {
-		return e.Result()
-	}
-	body, _ := o.Data["body"].(map[string]any)
+func (s *Server) finishShipment(ctx context.Context, job shipJob, body map[string]any) *mcp.CallToolResult {
 	if job.kind == shipping.Rate {
 		shipping.RenamePackaging(body)
 	}
 	if job.dryRun {
 		// The endpoint as configured, whether or not credentials are set.
 		endpoint := ups.New(s.opts.UPS).Endpoint(job.path, job.query)
-		return jsonResult(map[string]any{"endpoint": endpoint, "request_body": body}, false)
+		return ask.JSONResult(map[string]any{"endpoint": endpoint, "request_body": body}, false)
 	}
 	out, err := s.ups.Post(ctx, job.path, job.query, body, job.callOpt)
 	if err != nil {
 		var apiErr *ups.APIError
 		if errors.As(err, &apiErr) {
-			e := Errorf(CodeUPSAPIError, "ups_error", "%s", apiErr.Message)
+			e := ask.Errorf(CodeUPSAPIError, "ups_error", "%s", apiErr.Message)
 			e.Details = apiErr
 			return e.Result()
 		}
-		return Errorf(CodeUPSAPIError, "unreachable", "UPS could not be reached: %s", err.Error()).Result()
+		return ask.Errorf(CodeUPSAPIError, "unreachable", "UPS could not be reached: %s", err.Error()).Result()
 	}
 	return &mcp.CallToolResult{StructuredContent: out, Content: []mcp.Content{&mcp.TextContent{Text: string(out)}}}
 }

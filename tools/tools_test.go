@@ -3,57 +3,17 @@ package tools
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
-	"strings"
 	"testing"
-	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/elicitd/elicitd/session"
-	"github.com/elicitd/elicitd/validator"
+	"github.com/elicitd/elicitd/ask"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
-
-func TestStateTokensAreSignedAndBound(t *testing.T) {
-	s := stateSigner{key: []byte(strings.Repeat("k", 32))}
-	st := requestState{ID: "E1", Owner: "O1", Tool: "ask_user", Args: argsDigest(json.RawMessage(`{"a":1}`)), Round: 2, Expires: 1000}
-	tok := s.sign(st)
-	got, err := s.open(tok)
-	require.NoError(t, err)
-	assert.Equal(t, st, got)
-
-	payload, mac, _ := strings.Cut(tok, ".")
-	other := stateSigner{key: []byte(strings.Repeat("x", 32))}
-	for name, bad := range map[string]string{
-		"another key":     other.sign(st),
-		"altered payload": payload + "X." + mac,
-		"altered mac":     payload + "." + strings.ToUpper(mac),
-		"no mac":          payload,
-		"empty":           "",
-		"garbage":         "!!!.???",
-		"swapped payload": strings.SplitN(s.sign(requestState{ID: "E2", Owner: "O1"}), ".", 2)[0] + "." + mac,
-	} {
-		_, err := s.open(bad)
-		assert.ErrorIs(t, err, errBadState, name)
-	}
-	assert.False(t, st.expired(time.Unix(999, 0)))
-	assert.True(t, st.expired(time.Unix(1000, 0)), "expired at its expiry")
-}
-
-func TestSameArgsIgnoresKeyOrderAndSpacing(t *testing.T) {
-	a := json.RawMessage(`{"message":"m","form":{"b":1,"a":[1,2]}}`)
-	assert.True(t, sameArgs(a, json.RawMessage(` { "form" : {"a":[1,2],"b":1}, "message":"m" } `)), "key order and spacing do not matter")
-	assert.False(t, sameArgs(a, json.RawMessage(`{"message":"n","form":{"b":1,"a":[1,2]}}`)))
-	assert.False(t, sameArgs(a, json.RawMessage(`{"message":"m","form":{"b":1,"a":[2,1]}}`)), "array order matters")
-	assert.True(t, sameArgs(nil, json.RawMessage(`null`)))
-	assert.NotEqual(t, argsDigest(a), argsDigest(json.RawMessage(`{"message":"n","form":{"b":1,"a":[1,2]}}`)))
-}
 
 func TestDecodeAskUserNamesTheBadArgument(t *testing.T) {
 	in, err := decodeAskUser(json.RawMessage(`{"message":"m","form":{"fields":[]},"timeout_seconds":30,"max_attempts":2.0}`))
@@ -75,26 +35,10 @@ func TestDecodeAskUserNamesTheBadArgument(t *testing.T) {
 	} {
 		_, err := decodeAskUser(json.RawMessage(raw))
 		require.NotNil(t, err, raw)
-		assert.Equal(t, CodeInvalidArgument, err.Code, raw)
+		assert.Equal(t, ask.CodeInvalidArgument, err.Code, raw)
 		assert.Equal(t, "invalid_arguments", err.Reason, raw)
 		assert.Contains(t, err.Message, want, raw)
 	}
-}
-
-func TestFormElicitationReadsPullEraCapabilitiesAsTheSDKDoes(t *testing.T) {
-	for _, caps := range []string{
-		`{"elicitation":{}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{"url":{}}}`,
-		`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":null,"url":{}}}`, `{}`,
-		`{"elicitation":null}`, `{"sampling":{}}`, `{"elicitation":{"form":true}}`, `{"elicitation":"yes"}`, `null`, `[]`,
-	} {
-		var v any
-		require.NoError(t, json.Unmarshal([]byte(caps), &v))
-		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: v}}}
-		assert.Equal(t, supportsForm(req.ClientCapabilities()), formElicitation(req), caps)
-	}
-	form := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
-	assert.True(t, formElicitation(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: form}}}))
-	assert.False(t, formElicitation(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}), "no capabilities at all")
 }
 
 func TestCompileAskReusesAFormItCompiledBefore(t *testing.T) {
@@ -126,80 +70,5 @@ func TestCompileAskReusesAFormItCompiledBefore(t *testing.T) {
 		_, err = srv.compileAsk(askUserArgs{Message: "m", Form: sensitive})
 		require.NotNil(t, err, "a refusal is never cached as a form")
 		assert.Equal(t, "sensitive_field", err.Reason)
-	}
-}
-
-func TestOutcomeErrorCodes(t *testing.T) {
-	errs := []validator.FieldError{{Field: "w", Message: "W: bad"}}
-	cases := []struct {
-		o    session.Outcome
-		code string
-	}{
-		{session.Outcome{State: session.TimedOut}, CodeTimeout},
-		{session.Outcome{State: session.Cancelled, Reason: session.Declined}, CodeDeclined},
-		{session.Outcome{State: session.Cancelled, Reason: session.MaxAttempts, Attempts: 3, Errors: errs}, CodeMaxRetries},
-		{session.Outcome{State: session.Cancelled, Reason: session.TransportError, Err: errors.New("pipe")}, CodeFailed},
-		{session.Outcome{State: session.Cancelled, Reason: session.ClientGone}, CodeCancelled},
-		{session.Outcome{State: session.Cancelled, Reason: session.UserCancelled}, CodeCancelled},
-		{session.Outcome{State: session.Cancelled, Reason: session.InvalidResponse, Err: errors.New(`action "ok"`)}, CodeInvalidResponse},
-	}
-	for _, c := range cases {
-		e := OutcomeError(c.o)
-		assert.Equal(t, c.code, e.Code, c.o.Reason.String())
-		res := e.Result()
-		assert.True(t, res.IsError)
-		var payload map[string]any
-		require.NoError(t, json.Unmarshal(res.StructuredContent.(json.RawMessage), &payload))
-		assert.Equal(t, c.code, payload["code"])
-		assert.Equal(t, []any{}, payload["missing"], "missing is always a list")
-		assert.Contains(t, payload, "reason")
-	}
-	assert.Contains(t, OutcomeError(cases[2].o).Message, "after 3 attempts")
-	assert.Contains(t, OutcomeError(cases[3].o).Message, "pipe")
-	assert.Contains(t, OutcomeError(cases[6].o).Message, `action "ok"`)
-	assert.Equal(t, "invalid_response", OutcomeError(cases[6].o).Reason)
-}
-
-func TestClamp(t *testing.T) {
-	assert.Equal(t, 3, clamp(0, 1, 3), "zero takes the server's")
-	assert.Equal(t, 1, clamp(-5, 1, 3))
-	assert.Equal(t, 3, clamp(99, 1, 3))
-	assert.Equal(t, time.Second, clamp(time.Millisecond, time.Second, time.Minute))
-	assert.Equal(t, time.Minute, clamp(time.Hour, time.Second, time.Minute))
-}
-
-func TestToAnswer(t *testing.T) {
-	a := toAnswer(2, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"qty": " 5 "}}, nil)
-	assert.Equal(t, session.Accept, a.Action)
-	assert.Equal(t, map[string]any{"qty": " 5 "}, a.Content, "the answer as the client sent it, for the form to check")
-	assert.Empty(t, a.Rejections)
-	assert.Equal(t, 2, a.Round)
-	assert.Equal(t, session.Failed, toAnswer(1, nil, errors.New("broken pipe")).Action)
-	assert.Equal(t, session.Decline, toAnswer(1, &mcp.ElicitResult{Action: "decline"}, nil).Action)
-	assert.Equal(t, session.Cancel, toAnswer(1, &mcp.ElicitResult{Action: "cancel"}, nil).Action)
-	acc := toAnswer(1, &mcp.ElicitResult{Action: "accept"}, nil)
-	assert.Equal(t, map[string]any{}, acc.Content, "accept without content is an empty answer")
-	shrug := toAnswer(1, &mcp.ElicitResult{Action: "shrug"}, nil)
-	assert.Equal(t, session.Unusable, shrug.Action, "an unknown action is the client's fault, not the transport's")
-	assert.ErrorContains(t, shrug.Err, `"shrug"`)
-}
-
-// A token's last character carries spare bits; changing them must not leave a valid token
-// (3 such substitutions of the MAC's last character were accepted).
-func TestStateTokensDecodeStrictly(t *testing.T) {
-	s := stateSigner{key: []byte(strings.Repeat("k", 32))}
-	tok := s.sign(requestState{ID: "E1", Owner: "O1", Tool: "ask_user", Round: 1, Expires: 1000})
-	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
-	payload, _, _ := strings.Cut(tok, ".")
-	for _, at := range []int{len(tok) - 1, len(payload) - 1} {
-		opened := 0
-		for _, c := range alphabet {
-			altered := tok[:at] + string(c) + tok[at+1:]
-			if _, err := s.open(altered); err == nil {
-				opened++
-				assert.Equal(t, tok, altered, "only the token as issued opens")
-			}
-		}
-		assert.Equal(t, 1, opened, "position %d", at)
 	}
 }

@@ -14,8 +14,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/cmd/elicitd/internal/bare"
-	"github.com/elicitd/elicitd/session"
 	"github.com/elicitd/elicitd/tools"
 	"github.com/elicitd/elicitd/validator"
 )
@@ -230,12 +230,12 @@ func addEngineTool(b *testing.B, srv *tools.Server) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	mcp.AddTool(srv.MCP, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
-		return srv.Elicitor().Call(ctx, req, func() (tools.Ask, *tools.Error) {
-			return tools.Ask{Tool: "ask", Message: "m", Form: form}, nil
-		}, func(o session.Outcome) *mcp.CallToolResult {
-			b, _ := json.Marshal(o.Data)
-			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}
-		}), nil, nil
+	ask.AddTool(srv.Elicitor(), srv.MCP, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+		data, err := ask.Ask(ctx, ask.Question{Message: "m", Form: form})
+		if err != nil {
+			return nil, nil, err
+		}
+		b, _ := json.Marshal(data)
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 	})
 }

@@ -300,8 +300,8 @@ func TestKilledPullClientEndsEveryQuestionAsClientGone(t *testing.T) {
 	p.holding.Store(true)
 	require.NoError(t, p.stdin.Close())
 	require.NoError(t, p.stdout.Close())
-	require.NoError(t, p.waitExit())
+	require.NoError(t, p.waitExit(), p.stderr.String())
 	log := p.stderr.String()
 	assert.NotContains(t, log, "reason=shutdown")
-	assert.Equal(t, strings.Count(log, "elicitation finished"), strings.Count(log, "reason=client_gone"))
+	assert.Equal(t, strings.Count(log, "elicitation finished"), strings.Count(log, "reason=client_gone"), log)
 }

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/elicitd/elicitd/tools"
+	"github.com/elicitd/elicitd/ask"
 )
 
 // lineTransport is MCP's stdio transport as the spec words it: newline-delimited JSON-RPC,
@@ -86,7 +86,7 @@ const (
 )
 
 // frameTooLargeMessage marks the error reply that stands in for a reply too large to read.
-const frameTooLargeMessage = tools.FrameTooLarge
+const frameTooLargeMessage = ask.FrameTooLarge
 
 // readLines reads one line at a time until the input ends, handing each good message to
 // Read and answering each bad one.

@@ -1,4 +1,4 @@
-package tools
+package ask
 
 import (
 	"encoding/json"

@@ -1,10 +1,4 @@
-// Package tools holds elicitd's MCP tool handlers, the one adapter that touches an MCP
-// server session for elicitation, and the error payload every tool shares.
-//
-// Every tool failure is a tool result with isError true whose structured content, and whose
-// JSON text, is one shape: {code, message, reason, missing: [{dot_path, flat_key, prompt}]}.
-// The codes are stable API.
-package tools
+package ask
 
 import (
 	"encoding/json"
@@ -53,6 +47,23 @@ type Error struct {
 
 func (e *Error) Error() string { return e.Code + ": " + e.Message }
 
+// Is reports whether target is the sentinel of e's code (ErrDeclined and the others), so a
+// handler can test an outcome with errors.Is.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Code == e.Code
+}
+
+// Sentinels for errors.Is: how a question that did not complete ended. The error Ask
+// returns is an *Error with the full payload; these carry only its code.
+var (
+	ErrUnsupported = &Error{Code: CodeUnsupported} // the client declares no form elicitation
+	ErrDeclined    = &Error{Code: CodeDeclined}    // the person declined
+	ErrCancelled   = &Error{Code: CodeCancelled}   // cancelled: by the person, the agent, shutdown, a vanished client
+	ErrTimeout     = &Error{Code: CodeTimeout}     // the deadline passed
+	ErrMaxAttempts = &Error{Code: CodeMaxRetries}  // no valid answer within the attempts allowed
+)
+
 // Errorf returns an Error with code, reason and a formatted message.
 func Errorf(code, reason, format string, args ...any) *Error {
 	return &Error{Code: code, Reason: reason, Message: fmt.Sprintf(format, args...)}
@@ -63,11 +74,11 @@ func (e *Error) Result() *mcp.CallToolResult {
 	if e.Missing == nil {
 		e.Missing = []Missing{}
 	}
-	return jsonResult(e, true)
+	return JSONResult(e, true)
 }
 
-// jsonResult returns v as structured content and as JSON text.
-func jsonResult(v any, isError bool) *mcp.CallToolResult {
+// JSONResult returns v as a tool result: structured content and the same JSON as text.
+func JSONResult(v any, isError bool) *mcp.CallToolResult {
 	b, err := json.Marshal(v)
 	if err != nil { // our own payload types always marshal
 		b = []byte(fmt.Sprintf(`{"code":%q,"message":%q,"reason":"","missing":[]}`, CodeFailed, err.Error()))

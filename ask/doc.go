@@ -1,0 +1,50 @@
+// Package ask lets an MCP tool handler ask the person behind the call for what it is
+// missing, as straight-line code that works unchanged in both MCP eras.
+//
+// Create one Elicitor per *mcp.Server with New, register the tools that ask with AddTool
+// (typed, as mcp.AddTool) or Elicitor.Handler (raw), and in the handler call Ask, Outcome or
+// a typed form's Ask with the handler's context:
+//
+//	x := ask.New(server, ask.Options{})
+//	ask.AddTool(x, server, &mcp.Tool{Name: "book"}, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+//		seat, err := seatForm.Ask(ctx, "Which seat?")
+//		if err != nil {
+//			return nil, Out{}, err // declined, cancelled, timed out...: the client gets the error payload
+//		}
+//		...
+//	})
+//
+// # Eras
+//
+// A client up to protocol 2025-11-25 gets each prompt as a server-initiated
+// elicitation/create request while the tool call waits (push). A 2026-07-28 client gets
+// the prompt as the call's input_required result, with a signed requestState, and answers
+// by calling the tool again with the state and its inputResponses (pull).
+//
+// # Continuation, not replay
+//
+// In the pull era the handler is not run again on the client's retry. It runs once, on its
+// own goroutine, and stays parked in Ask between the client's calls: each prompt goes back
+// as the result of the call that is waiting (the first, or the retry that brought the last
+// answer), and the handler's own result goes back on the call that is waiting when it
+// returns. The rules that follow:
+//
+//   - A handler may do anything before its first ask, and between asks: it runs once.
+//   - Its context is not the first request's: it ends when the call does (the client does
+//     not come back within Options.PullIdle, cancels, goes away, or the Elicitor closes),
+//     and then the question being asked ends the same way.
+//   - The requestState binds the owner, the tool and the arguments of the first call; a
+//     retry with other arguments, another owner's state, a state used already or one for an
+//     earlier round is refused with INVALID_REQUEST_STATE.
+//   - The handler lives in this process: after a restart a retry is told the question has
+//     ended, and the client calls the tool again.
+//
+// # What the engine does for every question
+//
+// Answers are normalised and checked by the form (package validator); an invalid answer
+// earns a re-prompt listing the problems, for only the fields at fault, up to
+// MaxAttempts; a deadline ends the question as a timeout; the registry bounds how many
+// questions live and how fast an owner starts them, and ends an owner's questions when its
+// client session ends. Every refusal a tool returns has one shape, Error, whose codes are
+// stable API.
+package ask

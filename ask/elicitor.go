@@ -1,0 +1,845 @@
+package ask
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"slices"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/validator"
+)
+
+// pullEra is the first protocol version whose clients answer elicitations through multi
+// round-trip tool calls; earlier sessions get server-initiated elicitation/create requests.
+const pullEra = "2026-07-28"
+
+// Options configure an Elicitor. Zero values take the defaults noted.
+type Options struct {
+	Clock       clock.Clock   // the real clock
+	Timeout     time.Duration // per question, and the most a question may ask for; 10m
+	MaxAttempts int           // prompts per question, and the most a question may ask for; 3
+	Rate        rate.Limit    // questions an owner may start per second; 0: no limit
+	Burst       int           // with Rate
+	MaxLive     int           // live questions across all owners; 0: no cap
+	Keepalive   time.Duration // push era: progress notifications while waiting, if the call has a token; 0: none
+	// PullIdle is how long a pull-era question waits for the client to come back with the
+	// answer to a round before it ends as abandoned; 0: half of Timeout; negative: never.
+	PullIdle time.Duration
+	StateKey []byte       // the pull-era requestState HMAC key; random when empty
+	Logger   *slog.Logger // one line per finished question, never a value typed; discards when nil
+	// Owner names who owns a call's questions: only the owner may resume, list or cancel
+	// them. Nil: one owner per client session, whose questions end (client gone) when the
+	// session does.
+	Owner func(*mcp.CallToolRequest) string
+}
+
+// Elicitor puts questions to the person behind a tool call, in the era the call speaks.
+// It is the only code that sends elicitations over an MCP session. Create it with New.
+type Elicitor struct {
+	reg         *registry.Registry
+	clk         clock.Clock
+	signer      stateSigner
+	timeout     time.Duration
+	maxAttempts int
+	keepalive   time.Duration
+	pullIdle    time.Duration
+	log         *slog.Logger
+	ownerOf     func(*mcp.CallToolRequest) string
+
+	owners sync.Map // *mcp.ServerSession -> owner id, for the default owner hook
+	calls  sync.Map // pull era: conversation id -> *call, while the client may come back
+	busy   inflight // tool calls being handled and pull-era handlers still running
+
+	mu      sync.Mutex
+	answers []time.Duration // recent times to a completed answer, a ring
+	next    int
+	recent  map[string]string // how recently ended pull-era calls ended, for late callers
+	order   []string          // recent's keys, oldest first
+}
+
+// recentWindow is how many ended pull-era calls are remembered for a late retry.
+const recentWindow = 1024
+
+// New returns an Elicitor for server and installs its middleware: the wire schema on
+// outgoing elicitation/create requests, 2026-07-28 input_required results as the spec has
+// them, ask errors returned by handlers as the error payload, and the count of calls that
+// Close waits for. Register the tools that ask with AddTool or Handler.
+func New(server *mcp.Server, o Options) *Elicitor {
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.Timeout == 0 {
+		o.Timeout = session.DefaultTimeout
+	}
+	if o.MaxAttempts == 0 {
+		o.MaxAttempts = session.DefaultMaxAttempts
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	key := o.StateKey
+	if len(key) == 0 {
+		key = make([]byte, 32)
+		_, _ = rand.Read(key)
+	}
+	if o.PullIdle == 0 {
+		o.PullIdle = o.Timeout / 2
+	}
+	x := &Elicitor{clk: o.Clock, signer: stateSigner{key: key}, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
+		keepalive: o.Keepalive, pullIdle: o.PullIdle, log: o.Logger, ownerOf: o.Owner}
+	x.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: x.ended})
+	server.AddSendingMiddleware(attachWireSchema)
+	server.AddReceivingMiddleware(x.middleware)
+	return x
+}
+
+// Registry returns the registry of the Elicitor's live questions.
+func (x *Elicitor) Registry() *registry.Registry { return x.reg }
+
+// Close refuses new questions, ends every open one with reason (session.Shutdown, say), so
+// the calls waiting on them return their results, and waits until those calls and every
+// pull-era handler have returned, or ctx ends.
+func (x *Elicitor) Close(ctx context.Context, reason session.Reason) error {
+	if err := x.reg.Close(ctx, reason); err != nil {
+		return err
+	}
+	for _, v := range x.calls.Range {
+		v.(*call).kill(reason)
+	}
+	select {
+	case <-x.busy.none():
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// middleware counts tool calls for Close, turns an ask error a handler returned into the
+// error payload, and encodes input_required results without the null content.
+func (x *Elicitor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if method != "tools/call" {
+			return next(ctx, method, req)
+		}
+		x.busy.begin()
+		defer x.busy.end()
+		res, err := next(ctx, method, req)
+		r, ok := res.(*mcp.CallToolResult)
+		switch {
+		case !ok || r == nil:
+		case len(r.InputRequests) > 0:
+			res = inputRequired{r}
+		case r.IsError:
+			var e *Error
+			if errors.As(r.GetError(), &e) {
+				// In place: the result type the SDK set on r stays.
+				p := e.Result()
+				r.Content, r.StructuredContent = p.Content, p.StructuredContent
+			}
+		}
+		return res, err
+	}
+}
+
+// Owner returns the owner of req's questions.
+func (x *Elicitor) Owner(req *mcp.CallToolRequest) string {
+	if x.ownerOf != nil {
+		return x.ownerOf(req)
+	}
+	ss := req.Session
+	if v, ok := x.owners.Load(ss); ok {
+		return v.(string)
+	}
+	v, loaded := x.owners.LoadOrStore(ss, rand.Text())
+	id := v.(string)
+	if !loaded {
+		// Ends when the session does, which Close of the server's transport sees to.
+		go func() {
+			_ = ss.Wait()
+			x.reg.CloseOwner(id)
+			x.owners.Delete(ss)
+		}()
+	}
+	return id
+}
+
+// answerWindow is how many recent answer times the stats keep.
+const answerWindow = 1024
+
+// ended is the registry's OnEnd hook: one log line per question, and answer times.
+func (x *Elicitor) ended(_ string, o session.Outcome) {
+	d := o.Ended.Sub(o.Created)
+	if o.State == session.Completed {
+		x.mu.Lock()
+		if len(x.answers) < answerWindow {
+			x.answers = append(x.answers, d)
+		} else {
+			x.answers[x.next] = d
+			x.next = (x.next + 1) % answerWindow
+		}
+		x.mu.Unlock()
+	}
+	// Never the values the person typed: ids, names and counts only.
+	x.log.Info("elicitation finished", "id", o.ID, "tool", o.Tool, "state", o.State.String(),
+		"reason", o.Reason.String(), "attempts", o.Attempts, "duration", d.Round(time.Millisecond).String())
+}
+
+// AnswerPercentiles returns the p50 and p99 of recent times to a completed answer, over n
+// answers.
+func (x *Elicitor) AnswerPercentiles() (p50, p99 time.Duration, n int) {
+	x.mu.Lock()
+	ds := slices.Clone(x.answers)
+	x.mu.Unlock()
+	if len(ds) == 0 {
+		return 0, 0, 0
+	}
+	slices.Sort(ds)
+	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
+	return at(0.50), at(0.99), len(ds)
+}
+
+// remember records how a pull-era call ended, for a late retry's error.
+func (x *Elicitor) remember(id, how string) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.recent == nil {
+		x.recent = map[string]string{}
+	}
+	if len(x.order) == recentWindow {
+		delete(x.recent, x.order[0])
+		x.order = x.order[1:]
+	}
+	x.recent[id], x.order = how, append(x.order, id)
+}
+
+// Question is one thing a tool asks the person: a form, with the message shown above it.
+type Question struct {
+	Title   string              // a short name for listings and logs; never an answer value
+	Message string              // what is asked and why, shown above the form
+	Form    *validator.Compiled // the fields; see validator.Compile and NewForm
+	// Then, when set, decides what follows each valid answer: finish, or a follow-up round
+	// (which counts as an attempt). It runs on the question's own goroutine.
+	Then session.Continuation
+	// Wire, when set, is sent and checked in place of Form (a fixture's exact schema, or a
+	// form that lets every answer through to Then). By default Form is asked keeping the
+	// valid answers: a re-prompt asks only for the fields at fault.
+	Wire        session.Form
+	Timeout     time.Duration // 0: the Elicitor's; clamped to [1s, the Elicitor's]
+	MaxAttempts int           // 0: the Elicitor's; clamped to [1, the Elicitor's]
+	// Missing is what the error for a client without form elicitation lists; Form's
+	// fields when nil.
+	Missing []Missing
+}
+
+// Ask puts q to the person behind the tool call whose context ctx is (a handler registered
+// with AddTool or Elicitor.Handler), waits, and returns the validated answer. When the
+// question does not complete, the error is an *Error: test it with errors.Is against
+// ErrDeclined, ErrCancelled, ErrTimeout, ErrMaxAttempts and ErrUnsupported, or return it
+// from the handler, which sends its payload to the client.
+func Ask(ctx context.Context, q Question) (map[string]any, error) {
+	o, err := Outcome(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	if o.State != session.Completed {
+		return nil, OutcomeError(o)
+	}
+	return o.Data, nil
+}
+
+// Outcome is Ask returning the engine's outcome, whatever it was: for tools that report a
+// decline as a result rather than an error, or that need the data of an unfinished
+// question. The error is an *Error, only for a question that could not be asked.
+func Outcome(ctx context.Context, q Question) (session.Outcome, error) {
+	c, _ := ctx.Value(callKey{}).(*call)
+	if c == nil {
+		return session.Outcome{}, Errorf(CodeFailed, "not_in_a_call",
+			"ask: the context is not that of a tool handler registered with ask.AddTool or Elicitor.Handler")
+	}
+	return c.x.ask(ctx, c, q)
+}
+
+func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (session.Outcome, error) {
+	if q.Form == nil && q.Wire == nil {
+		return session.Outcome{}, Errorf(CodeInvalidForm, "invalid_spec", "ask: Question.Form is required")
+	}
+	if !formElicitation(c.req) {
+		e := Errorf(CodeUnsupported, "no_form_elicitation",
+			"this client cannot show forms (it declares no form elicitation); ask the person for these in the chat instead")
+		e.Missing = q.Missing
+		if e.Missing == nil {
+			e.Missing = formMissing(q.Form)
+		}
+		return session.Outcome{}, e
+	}
+	spec := session.Spec{Title: q.Title, Tool: c.req.Params.Name, Message: q.Message, Continue: q.Then,
+		Timeout: clamp(q.Timeout, time.Second, x.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, x.maxAttempts)}
+	if q.Wire != nil {
+		spec.Form = q.Wire
+	} else {
+		spec.Form = keepForm{q.Form}
+	}
+	if c.pull {
+		spec.Prompter = c
+	} else {
+		// A prompt's elicitation/create lives until the question ends, which it has when
+		// ask returns (wait sees to that); then the SDK tells the client with
+		// notifications/cancelled.
+		prompts, stopPrompts := context.WithCancel(context.Background())
+		defer stopPrompts()
+		spec.Prompter = pushPrompter{ss: c.req.Session, ctx: prompts}
+	}
+	e, err := x.reg.Start(c.owner, spec)
+	if err != nil {
+		return session.Outcome{}, startError(err)
+	}
+	o := x.wait(ctx, c, e)
+	c.setHow(o)
+	return o, nil
+}
+
+// callKey carries the *call of a handler's context.
+type callKey struct{}
+
+// call is one tool call as its client sees it. In the push era it is the one request. In the
+// pull era the handler runs on its own goroutine, across the client's retries: each question
+// it asks is handed to whichever call is waiting (the first, or a retry that brought the last
+// answer), as input requests with a signed requestState naming the call; its result goes to
+// the call waiting when it returns.
+type call struct {
+	x     *Elicitor
+	req   *mcp.CallToolRequest // the request that started it
+	owner string
+	pull  bool
+
+	// Pull era only.
+	id     string
+	tool   string
+	args   json.RawMessage // the arguments of the call that started it
+	digest string          // argsDigest(args), bound by every requestState it issues
+	cancel context.CancelCauseFunc
+	signal chan struct{} // a new event is queued; capacity 1
+
+	mu      sync.Mutex
+	queue   []event // prompts and the handler's result, in order
+	handed  int     // input requests handed out
+	claimed int     // the latest handed round whose requestState was used
+	asking  session.Prompt
+	idle    *clock.Timer // ends the call if the client does not come back in time
+	killed  bool
+	how     string // how its last question ended
+}
+
+// event is a prompt to hand out, or the handler's result.
+type event struct {
+	prompt session.Prompt
+	end    *result
+}
+
+// result is what a handler returned (out only for typed handlers).
+type result struct {
+	res *mcp.CallToolResult
+	out any
+	err error
+}
+
+// endReason is the cause a pull-era handler's context is cancelled with.
+type endReason struct{ r session.Reason }
+
+func (e endReason) Error() string { return "ask: the call ended: " + e.r.String() }
+
+// reasonOf says why ctx ended, as a reason to end a question with.
+func reasonOf(ctx context.Context) session.Reason {
+	var er endReason
+	cause := context.Cause(ctx)
+	switch {
+	case errors.As(cause, &er):
+		return er.r
+	case cause == nil || cause == context.Canceled:
+		// Cancelled without a cause: the client cancelled the request.
+		return session.ToolCallCancelled
+	}
+	// The connection failed under the request: its read ended (io.EOF) or its writes did.
+	return session.ClientGone
+}
+
+// AddTool is mcp.AddTool for a handler that asks: the handler may call Ask and the typed
+// forms' Ask with its context, in either era, as straight-line code.
+func AddTool[In, Out any](x *Elicitor, s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+		r := x.run(ctx, req, func(ctx context.Context) result {
+			res, out, err := h(ctx, req, in)
+			return result{res, out, err}
+		})
+		out, _ := r.out.(Out)
+		return r.res, out, r.err
+	})
+}
+
+// Handler wraps a raw tool handler that asks, for Server.AddTool. An *Error it returns is
+// sent as the error payload.
+func (x *Elicitor) Handler(h mcp.ToolHandler) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		r := x.run(ctx, req, func(ctx context.Context) result {
+			res, err := h(ctx, req)
+			return result{res: res, err: err}
+		})
+		var e *Error
+		if r.res == nil && errors.As(r.err, &e) {
+			return e.Result(), nil
+		}
+		return r.res, r.err
+	}
+}
+
+// run handles one tools/call: push era, the handler inline; pull era, a retry resumes its
+// call and a first call starts the handler on its own goroutine.
+func (x *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func(context.Context) result) result {
+	if req.ProtocolVersion() < pullEra {
+		c := &call{x: x, req: req, owner: x.Owner(req)}
+		return start(context.WithValue(ctx, callKey{}, c))
+	}
+	if req.Params.RequestState != "" {
+		return x.resume(ctx, req)
+	}
+	c := &call{x: x, req: req, owner: x.Owner(req), pull: true, id: rand.Text(), tool: req.Params.Name,
+		args: slices.Clone(req.Params.Arguments), digest: argsDigest(req.Params.Arguments), signal: make(chan struct{}, 1)}
+	// The handler outlives this request: its context is not the request's, and ends when
+	// the call does (abandoned, cancelled, shut down).
+	hctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), callKey{}, c))
+	c.cancel = cancel
+	x.calls.Store(c.id, c)
+	x.busy.begin()
+	go func() {
+		defer x.busy.end()
+		r := start(hctx)
+		cancel(nil)
+		c.push(event{end: &r})
+	}()
+	return c.next(ctx)
+}
+
+// Prompt queues a prompt for the call waiting, or the next retry.
+func (c *call) Prompt(pr session.Prompt) { c.push(event{prompt: pr}) }
+
+func (c *call) push(ev event) {
+	c.mu.Lock()
+	c.queue = append(c.queue, ev)
+	killed := c.killed
+	if ev.end != nil && !killed {
+		// Kept for the retry that comes for it, as long as a round is.
+		c.armIdle(func() { c.x.forget(c) })
+	}
+	c.mu.Unlock()
+	if ev.end != nil && killed {
+		c.x.forget(c) // no retry can come for it; a call waiting still gets it
+	}
+	select {
+	case c.signal <- struct{}{}:
+	default:
+	}
+}
+
+// next waits for what the call returns now: the next prompt, as input requests, or the
+// handler's result. If ctx ends first (the client cancelled the request or went away), the
+// call ends with it.
+func (c *call) next(ctx context.Context) result {
+	for {
+		c.mu.Lock()
+		var ev event
+		have := len(c.queue) > 0
+		if have {
+			ev, c.queue = c.queue[0], c.queue[1:]
+		}
+		c.mu.Unlock()
+		if !have {
+			select {
+			case <-c.signal:
+			case <-ctx.Done():
+				c.kill(reasonOf(ctx))
+				return result{err: ctx.Err()}
+			}
+			continue
+		}
+		if ev.end != nil {
+			c.x.forget(c)
+			return *ev.end
+		}
+		pr := ev.prompt
+		if _, over := pr.Elicitation.Outcome(); over || pr.Round != pr.Elicitation.Snapshot().Attempt {
+			continue // superseded while queued, or ended: the handler says what follows
+		}
+		return c.hand(pr)
+	}
+}
+
+// stateLifetime bounds how long a pull-era requestState is honoured: the longest a
+// question may live.
+const stateLifetime = session.DefaultMaxLifetime
+
+// hand returns pr as the input requests of a new round.
+func (c *call) hand(pr session.Prompt) result {
+	c.mu.Lock()
+	c.handed++
+	n := c.handed
+	c.asking = pr
+	c.armIdle(func() { c.kill(session.Abandoned) })
+	c.mu.Unlock()
+	token := c.x.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.tool, Args: c.digest, Round: n,
+		Expires: c.x.clk.Now().Add(stateLifetime).Unix()})
+	return result{res: &mcp.CallToolResult{
+		InputRequests: mcp.InputRequestMap{inputKey(n): elicitParams(pr)},
+		RequestState:  token,
+	}}
+}
+
+// armIdle (c.mu held) replaces the idle expiry with f after the Elicitor's PullIdle (a
+// go-sdk client whose own schema check fails gives up on the call without a word).
+func (c *call) armIdle(f func()) {
+	c.disarm()
+	if c.x.pullIdle > 0 {
+		c.idle = c.x.clk.AfterFunc(c.x.pullIdle, f)
+	}
+}
+
+// disarm (c.mu held) stops the idle expiry, if armed.
+func (c *call) disarm() {
+	if c.idle != nil {
+		c.idle.Stop()
+		c.idle = nil
+	}
+}
+
+// claim marks the requestState of round as used, reporting false if it already was: a state
+// is good for one resume, so two calls sent together with it cannot both go on.
+func (c *call) claim(round int) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if round <= c.claimed {
+		return false
+	}
+	c.claimed = round
+	c.disarm()
+	return true
+}
+
+// kill ends the call: the handler's context is cancelled with reason, which ends the
+// question it is asking.
+func (c *call) kill(r session.Reason) {
+	if !c.pull {
+		return
+	}
+	c.mu.Lock()
+	c.killed = true
+	c.mu.Unlock()
+	c.cancel(endReason{r})
+}
+
+func (c *call) setHow(o session.Outcome) {
+	how := o.State.String()
+	if o.Reason != session.None {
+		how += ", " + o.Reason.String()
+	}
+	c.mu.Lock()
+	c.how = how
+	c.mu.Unlock()
+}
+
+// forget drops the call from those a retry may resume, remembering how it ended.
+func (x *Elicitor) forget(c *call) {
+	if !x.calls.CompareAndDelete(c.id, c) {
+		return
+	}
+	c.mu.Lock()
+	c.disarm()
+	how := c.how
+	c.mu.Unlock()
+	x.remember(c.id, how)
+}
+
+// wait waits for e's outcome. If ctx ends first, e is cancelled for the reason ctx gives. In
+// the push era it sends keepalive progress if the call carried a progress token.
+func (x *Elicitor) wait(ctx context.Context, c *call, e *session.Elicitation) session.Outcome {
+	var tick <-chan time.Time
+	token := c.req.Params.GetProgressToken()
+	if !c.pull && token != nil && x.keepalive > 0 {
+		t := x.clk.Ticker(x.keepalive)
+		defer t.Stop()
+		tick = t.C
+	}
+	for n := 1; ; n++ {
+		select {
+		case <-e.Done():
+			o, _ := e.Outcome()
+			return o
+		case <-ctx.Done():
+			_ = e.Cancel(reasonOf(ctx))
+			<-e.Done()
+			o, _ := e.Outcome()
+			return o
+		case <-tick:
+			s := e.Snapshot()
+			_ = c.req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{
+				ProgressToken: token, Progress: float64(n),
+				Message: fmt.Sprintf("waiting for the user (attempt %d of %d)", s.Attempt, s.MaxAttempts),
+			})
+		}
+	}
+}
+
+// inputKey names the input request of one round, so a response to an earlier round is
+// recognised as such.
+func inputKey(round int) string { return fmt.Sprintf("elicit-%d", round) }
+
+func stateError(reason, format string, args ...any) *Error {
+	return Errorf(CodeInvalidRequestState, reason, format, args...)
+}
+
+// resume is the pull era's second and later calls: it checks the requestState, hands the
+// response to the question asked, and returns what the call returns next.
+func (x *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result {
+	fail := func(e *Error) result { return result{res: e.Result()} }
+	st, err := x.signer.open(req.Params.RequestState)
+	if err != nil {
+		return fail(stateError("forged", "the requestState was not issued by this server or has been altered"))
+	}
+	if st.expired(x.clk.Now()) {
+		return fail(stateError("expired", "the requestState has expired; call the tool again without it"))
+	}
+	if st.Owner != x.Owner(req) {
+		return fail(stateError("foreign", "the requestState belongs to another client session"))
+	}
+	const otherCall = "the requestState belongs to another tool call (tool or arguments differ)"
+	if st.Tool != req.Params.Name {
+		return fail(stateError("foreign", otherCall))
+	}
+	v, ok := x.calls.Load(st.ID)
+	if !ok {
+		x.mu.Lock()
+		how := x.recent[st.ID]
+		x.mu.Unlock()
+		if how != "" {
+			how = " (" + how + ")"
+		}
+		return fail(stateError("finished", "that question has already ended%s; call the tool again without requestState", how))
+	}
+	c := v.(*call)
+	if st.Args != argsDigest(req.Params.Arguments) && !sameArgs(c.args, req.Params.Arguments) {
+		return fail(stateError("foreign", otherCall)) // not merely re-encoded: other arguments
+	}
+	c.mu.Lock()
+	cur, pr := c.handed, c.asking
+	c.mu.Unlock()
+	if cur != st.Round {
+		return fail(stateError("stale_round", "the requestState is for question round %d, but round %d is current", st.Round, cur))
+	}
+	resp, ok := req.Params.InputResponses[inputKey(st.Round)]
+	if !ok {
+		return fail(stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round)))
+	}
+	if !c.claim(st.Round) {
+		return fail(stateError("used", "this requestState has already been used; a requestState is good for one call"))
+	}
+	var a session.Answer
+	if res, ok := resp.(*mcp.ElicitResult); ok {
+		a = toAnswer(pr.Round, res, nil)
+	} else {
+		a = session.Answer{Round: pr.Round, Action: session.Unusable,
+			Err: fmt.Errorf("inputResponses[%q] is a %T, not an elicitation result", inputKey(st.Round), resp)}
+	}
+	if err := pr.Elicitation.Answer(a); errors.Is(err, session.ErrStaleRound) {
+		return fail(stateError("stale_round", "that question round is no longer current"))
+	}
+	// Answered, or the question ended at that instant (its deadline): the handler says
+	// what follows.
+	return c.next(ctx)
+}
+
+func elicitParams(pr session.Prompt) *mcp.ElicitParams {
+	return &mcp.ElicitParams{Mode: "form", Message: pr.Message, RequestedSchema: pr.Form.WireSchema()}
+}
+
+// formElicitation reports whether the client behind req can show forms. A pull-era request
+// carries the client's capabilities in its _meta, decoded from JSON into plain maps; they are
+// read there as they are, because req.ClientCapabilities re-encodes and decodes the whole
+// capabilities object on every call (measured in BenchmarkRoundTrip: 17 µs and 32 KiB of
+// garbage a call, most of the garbage elicitd added to a bare server's). Anything else (no
+// _meta entry, a shape the maps do not settle) goes through req.ClientCapabilities.
+func formElicitation(req *mcp.CallToolRequest) bool {
+	if caps, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
+		switch el := caps["elicitation"].(type) {
+		case nil:
+			return false
+		case map[string]any:
+			form, url := el["form"], el["url"]
+			if objectOrNil(form) && objectOrNil(url) {
+				return form != nil || url == nil // {} counts as form
+			}
+		}
+	}
+	return supportsForm(req.ClientCapabilities())
+}
+
+func objectOrNil(v any) bool {
+	_, obj := v.(map[string]any)
+	return obj || v == nil
+}
+
+func supportsForm(caps *mcp.ClientCapabilities) bool {
+	if caps == nil || caps.Elicitation == nil {
+		return false
+	}
+	e := caps.Elicitation
+	return e.Form != nil || e.URL == nil // {} counts as form
+}
+
+func clamp[T int | time.Duration](v, lo, hi T) T {
+	if v == 0 {
+		return hi
+	}
+	return min(max(v, lo), hi)
+}
+
+func formMissing(f *validator.Compiled) []Missing {
+	var out []Missing
+	if f == nil {
+		return out
+	}
+	for _, fd := range f.Fields() {
+		prompt := fd.Label
+		if prompt == "" {
+			prompt = fd.Name
+		}
+		out = append(out, Missing{DotPath: fd.Name, FlatKey: fd.Name, Prompt: prompt})
+	}
+	return out
+}
+
+func startError(err error) *Error {
+	var rl *registry.RateLimitError
+	var se *session.SpecError
+	switch {
+	case errors.As(err, &rl):
+		e := Errorf(CodeRateLimited, "rate_limited", "too many questions were started from this session; retry after %s", rl.RetryAfter)
+		e.Details = map[string]any{"retry_after_seconds": rl.RetryAfter.Seconds()}
+		return e
+	case errors.Is(err, registry.ErrTooManyLive):
+		return Errorf(CodeTooMany, "too_many_live", "the server is waiting on too many answers already; retry later")
+	case errors.Is(err, registry.ErrClosed):
+		return Errorf(CodeCancelled, session.Shutdown.String(), "the server is shutting down")
+	case errors.As(err, &se):
+		return Errorf(CodeInvalidForm, "invalid_spec", "%s", se.Error())
+	}
+	return Errorf(CodeFailed, "start_failed", "%s", err.Error())
+}
+
+// pushPrompter sends each prompt as an elicitation/create request on its own goroutine, under
+// ctx, which is cancelled once the elicitation has ended.
+//
+// Elicit is called without a RequestedSchema, so the SDK hands back the client's answer as it
+// came instead of checking it against the schema and returning only an error: every accepted
+// answer reaches the form's own size check, normaliser and validator, exactly as in the pull
+// era. attachWireSchema puts the schema on the request that goes out.
+type pushPrompter struct {
+	ss  *mcp.ServerSession
+	ctx context.Context
+}
+
+func (p pushPrompter) Prompt(pr session.Prompt) {
+	go func() {
+		ctx := context.WithValue(p.ctx, wireSchemaKey{}, pr.Form.WireSchema())
+		res, err := p.ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: pr.Message})
+		switch {
+		case p.ctx.Err() != nil:
+		case clientGone(err):
+			// The client went away with the question open. The tool call's wait sees its
+			// context end for the same reason; whichever is first, the reason is the same.
+			_ = pr.Elicitation.Cancel(session.ClientGone)
+		default:
+			_ = pr.Elicitation.Answer(toAnswer(pr.Round, res, err))
+		}
+	}()
+}
+
+// clientGone reports whether err says the client has gone: the connection closed or ended,
+// or a write to it found the pipe broken.
+func clientGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, mcp.ErrConnectionClosed) || errors.Is(err, io.ErrClosedPipe) ||
+		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
+}
+
+// FrameTooLarge is the message of the JSON-RPC error a transport delivers in place of a
+// reply too large to read (elicitd's stdio transport does): for an elicitation, an answer
+// over the size limit, which earns a re-prompt like any other.
+const FrameTooLarge = "the message is larger than the frame limit"
+
+// wireSchemaKey carries a push-era prompt's wire schema from pushPrompter to attachWireSchema.
+type wireSchemaKey struct{}
+
+// attachWireSchema is a sending middleware: an elicitation/create sent by pushPrompter goes
+// out with its form's wire schema as requestedSchema. It sends a copy of the params, so the
+// SDK's Elicit, which still holds the originals without a schema, does not check the answer.
+func attachWireSchema(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		if schema, ok := ctx.Value(wireSchemaKey{}).(json.RawMessage); ok && method == "elicitation/create" {
+			ss, isServer := req.GetSession().(*mcp.ServerSession)
+			if p, ok := req.GetParams().(*mcp.ElicitParams); ok && isServer && p.RequestedSchema == nil {
+				params := *p
+				params.RequestedSchema = schema
+				req = &mcp.ServerRequest[*mcp.ElicitParams]{Session: ss, Params: &params}
+			}
+		}
+		return next(ctx, method, req)
+	}
+}
+
+func toAnswer(round int, res *mcp.ElicitResult, err error) session.Answer {
+	a := session.Answer{Round: round}
+	var we *jsonrpc.Error
+	switch {
+	case errors.As(err, &we) && we.Message == FrameTooLarge:
+		a.Action = session.Accept
+		a.Rejections = []validator.FieldError{{Label: "Answer", Constraint: "size",
+			Message: "Answer: is too large to receive (the limit is the transport's frame size)"}}
+	case err != nil:
+		a.Action, a.Err = session.Failed, err
+	case res == nil:
+		a.Action, a.Err = session.Failed, errors.New("empty elicitation result")
+	case res.Action == "accept":
+		a.Action, a.Content = session.Accept, res.Content
+		if a.Content == nil {
+			a.Content = map[string]any{}
+		}
+	case res.Action == "decline":
+		a.Action = session.Decline
+	case res.Action == "cancel":
+		a.Action = session.Cancel
+	default:
+		a.Action, a.Err = session.Unusable, fmt.Errorf("the client answered with action %q; expected accept, decline or cancel", res.Action)
+	}
+	return a
+}
+
+// Admits reports whether req's owner may start a question now, as the error Ask would
+// return if not: a tool that does costly work before asking (compiling a form from its
+// arguments, say) checks it first.
+func (x *Elicitor) Admits(req *mcp.CallToolRequest) error {
+	if err := x.reg.Admits(x.Owner(req)); err != nil {
+		return startError(err)
+	}
+	return nil
+}
