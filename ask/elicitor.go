@@ -292,6 +292,10 @@ func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (session.Outcom
 		spec.Form = q.Wire
 	} else {
 		spec.Form = keepForm{q.Form}
+		if q.Form.Conditional() {
+			spec.Continue = rounds(q.Form, q.Message, q.Then)
+			spec.MaxAttempts += q.Form.Rounds() - 1 // a follow-up round is not a failed attempt
+		}
 	}
 	if c.pull {
 		spec.Prompter = c
@@ -669,8 +673,40 @@ func (x *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result 
 	return c.next(ctx)
 }
 
+// rounds asks a form with conditional fields: after each valid answer, the fields whose
+// condition now holds are asked in a follow-up round that keeps every answer so far; once
+// none is left, then (if set) decides what follows.
+func rounds(form *validator.Compiled, message string, then session.Continuation) session.Continuation {
+	cur := form // owned by the question's goroutine, which runs every call
+	return func(data map[string]any) session.Next {
+		if next := cur.Next(data); next != nil {
+			cur = next
+			return session.Next{Data: data, FollowUp: &session.Step{Message: message, Form: keepForm{next}}}
+		}
+		if then != nil {
+			return then(data)
+		}
+		return session.Next{Data: data}
+	}
+}
+
+// HintsKey is the _meta key of a prompt's rendering hints: an object from field name to
+// {"placeholder": ..., "widget": "multiline" | "password"}, for clients that can use them.
+const HintsKey = "io.elicitd/hints"
+
+// hinted is a form with rendering hints (validator.Compiled has them).
+type hinted interface {
+	Hints() map[string]map[string]string
+}
+
 func elicitParams(pr session.Prompt) *mcp.ElicitParams {
-	return &mcp.ElicitParams{Mode: "form", Message: pr.Message, RequestedSchema: pr.Form.WireSchema()}
+	p := &mcp.ElicitParams{Mode: "form", Message: pr.Message, RequestedSchema: pr.Form.WireSchema()}
+	if h, ok := pr.Form.(hinted); ok {
+		if hints := h.Hints(); hints != nil {
+			p.Meta = mcp.Meta{HintsKey: hints}
+		}
+	}
+	return p
 }
 
 // formElicitation reports whether the client behind req can show forms. A pull-era request
@@ -762,7 +798,9 @@ type pushPrompter struct {
 func (p pushPrompter) Prompt(pr session.Prompt) {
 	go func() {
 		ctx := context.WithValue(p.ctx, wireSchemaKey{}, pr.Form.WireSchema())
-		res, err := p.ss.Elicit(ctx, &mcp.ElicitParams{Mode: "form", Message: pr.Message})
+		params := elicitParams(pr)
+		params.RequestedSchema = nil // attachWireSchema sends it; the SDK must not check the answer
+		res, err := p.ss.Elicit(ctx, params)
 		switch {
 		case p.ctx.Err() != nil:
 		case clientGone(err):

@@ -18,6 +18,9 @@ type Compiled struct {
 	maxBytes int
 	wire     json.RawMessage
 	checks   bool // some field has a custom Check
+
+	rules       bool // some field has RequiredWhen or Compare
+	conditional bool // some field has When
 }
 
 type compiledField struct {
@@ -35,6 +38,7 @@ type compiledField struct {
 	// again; keptValue (nil when it was left blank) stands for its answer.
 	kept      bool
 	keptValue any
+	stage     int8 // stageAsk, stagePending or stageDropped (rules.go)
 }
 
 // Problem is one thing wrong with a form definition.
@@ -120,6 +124,7 @@ func Compile(f Form) (*Compiled, error) {
 			patternCost += cf.prog * *cf.MaxLength
 		}
 	}
+	c.compileRules(add)
 	if len(problems) == 0 && patternCost > PatternBudget {
 		add("form", "has patterns too costly to check: the sum of program size x max_length over patterned fields is %d, the limit is %d; shorten the patterns or lower max_length",
 			patternCost, PatternBudget)

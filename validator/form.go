@@ -87,6 +87,21 @@ type Field struct {
 	// Case is applied to text-like values, and to select values before they are matched.
 	Case Case `json:"case,omitempty"`
 
+	// Form-level rules (see rules.go). When: the field is asked only once the answer to
+	// an earlier field matches, in a follow-up round; otherwise it is left out of the data.
+	// RequiredWhen: the field is asked with the others and required when another answer
+	// matches. Compare: the answer is compared with another field's.
+	When         *Condition  `json:"when,omitempty"`
+	RequiredWhen *Condition  `json:"required_when,omitempty"`
+	Compare      *Comparison `json:"compare,omitempty"`
+
+	// Rendering hints, carried to the client in the prompt's _meta (io.elicitd/hints) where
+	// the wire schema has no place for them: Placeholder is sample text shown in an empty
+	// input; Widget is "multiline" (a text area) or "password", which makes the field
+	// sensitive: it is never asked in form mode.
+	Placeholder string `json:"placeholder,omitempty"`
+	Widget      string `json:"widget,omitempty"`
+
 	// Check, Go API only, runs after every field has been normalised and passed its own
 	// checks, with the value of this field and all normalised answers (so a postal code can
 	// be checked against the country). A non-nil error fails the field; its text follows the

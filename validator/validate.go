@@ -49,6 +49,9 @@ func (c *Compiled) ValidatePartial(content map[string]any) (data map[string]any,
 	}
 	for i := range c.fields {
 		f := &c.fields[i]
+		if f.stage != stageAsk {
+			continue // conditional: not asked now (and not in the data when dropped)
+		}
 		if f.kept {
 			if f.keptValue != nil {
 				data[f.Name] = f.keptValue
@@ -81,6 +84,19 @@ func (c *Compiled) ValidatePartial(content map[string]any) (data map[string]any,
 			}
 		}
 	}
+	if c.rules {
+		failedNames := make(map[string]bool, len(errs))
+		for _, fe := range errs {
+			failedNames[fe.Field] = true
+		}
+		n := len(errs)
+		errs = c.runRules(data, errs, failedNames)
+		if len(errs) > n {
+			for _, fe := range errs {
+				delete(data, fe.Field) // a value that broke a rule is not kept
+			}
+		}
+	}
 	return data, errs
 }
 
@@ -108,7 +124,9 @@ func (c *Compiled) Keep(content map[string]any) (data map[string]any, errs []Fie
 		// there too; a blank optional one is absent, so nil); a field at fault, even one kept
 		// before whose custom check has now failed, is asked again.
 		f := &r.fields[i]
-		f.kept, f.keptValue = !wrong[f.Name], data[f.Name]
+		if f.stage == stageAsk {
+			f.kept, f.keptValue = !wrong[f.Name], data[f.Name]
+		}
 	}
 	r.wire = buildWire(r.fields)
 	return nil, errs, &r

@@ -57,8 +57,8 @@ func buildWire(fields []compiledField) json.RawMessage {
 	first := true
 	for i := range fields {
 		f := &fields[i]
-		if f.kept {
-			continue // answered before: not asked again
+		if f.kept || f.stage != stageAsk {
+			continue // answered before, or conditional: not asked now
 		}
 		if !first {
 			b.WriteByte(',')

@@ -1,0 +1,198 @@
+package elicittest
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/validator"
+)
+
+// Era is the protocol version a simulated client speaks.
+type Era string
+
+// The two eras of MCP elicitation.
+const (
+	Push Era = "2025-11-25" // the server sends elicitation/create while the call waits
+	Pull Era = "2026-07-28" // the call returns input_required; the client calls again
+)
+
+// Eras lists both, for table tests.
+var Eras = []Era{Pull, Push}
+
+// Step is what the simulated person does with one prompt.
+type Step struct {
+	action  string
+	content map[string]any
+}
+
+// Accept submits the form with content (sent as is: the server normalises and checks it).
+func Accept(content map[string]any) Step { return Step{action: "accept", content: content} }
+
+// Decline declines to answer.
+func Decline() Step { return Step{action: "decline"} }
+
+// Cancel dismisses the prompt without choosing.
+func Cancel() Step { return Step{action: "cancel"} }
+
+// Never leaves the prompt unanswered until its request's context ends: in the push era
+// when the question ends on the server (deadline, cancel); in the pull era when the test
+// cancels the call's context (the client gives up), since nothing tells a pull-era client
+// that a question ended.
+func Never() Step { return Step{action: "never"} }
+
+// User is a simulated person behind an in-memory MCP client connected to a server.
+type User struct {
+	t       testing.TB
+	Session *mcp.ClientSession
+
+	mu      sync.Mutex
+	script  []Step
+	prompts []*mcp.ElicitParams
+}
+
+// Connect connects a client speaking era to server over in-memory transports; the person
+// answers the prompts it gets with script, in order, and the test fails if a prompt comes
+// when the script is spent. The connection is closed when the test ends.
+func Connect(t testing.TB, server *mcp.Server, era Era, script ...Step) *User {
+	t.Helper()
+	u := &User{t: t, script: script}
+	return u.connect(server, era, &mcp.ClientOptions{ElicitationHandler: u.elicit})
+}
+
+// ConnectNoForms connects a client that declares no elicitation support at all.
+func ConnectNoForms(t testing.TB, server *mcp.Server, era Era) *User {
+	t.Helper()
+	u := &User{t: t}
+	return u.connect(server, era, &mcp.ClientOptions{})
+}
+
+func (u *User) connect(server *mcp.Server, era Era, opts *mcp.ClientOptions) *User {
+	ctx := context.Background()
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := server.Connect(ctx, st, nil)
+	if err != nil {
+		u.t.Fatalf("elicittest: server connect: %v", err)
+	}
+	client := mcp.NewClient(&mcp.Implementation{Name: "elicittest", Version: "1"}, opts)
+	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: string(era)})
+	if err != nil {
+		u.t.Fatalf("elicittest: client connect: %v", err)
+	}
+	u.Session = cs
+	u.t.Cleanup(func() {
+		_ = cs.Close()
+		_ = ss.Wait()
+	})
+	return u
+}
+
+func (u *User) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	u.mu.Lock()
+	u.prompts = append(u.prompts, req.Params)
+	if len(u.script) == 0 {
+		u.mu.Unlock()
+		u.t.Errorf("elicittest: prompt %d came after the script was spent: %s", len(u.prompts), req.Params.Message)
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
+	step := u.script[0]
+	u.script = u.script[1:]
+	u.mu.Unlock()
+	if step.action == "never" {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	return &mcp.ElicitResult{Action: step.action, Content: step.content}, nil
+}
+
+// Prompts returns the prompts received so far, in order.
+func (u *User) Prompts() []*mcp.ElicitParams {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return slices.Clone(u.prompts)
+}
+
+// Left returns how many steps of the script are unused.
+func (u *User) Left() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.script)
+}
+
+// Call calls tool with args and returns its result; a protocol error fails the test.
+func (u *User) Call(ctx context.Context, tool string, args any) *mcp.CallToolResult {
+	u.t.Helper()
+	res, err := u.Session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	if err != nil {
+		u.t.Fatalf("elicittest: calling %s: %v", tool, err)
+	}
+	return res
+}
+
+// Payload decodes a tool result's structured content (the JSON text when there is none).
+func Payload(res *mcp.CallToolResult) (map[string]any, error) {
+	var raw []byte
+	switch sc := res.StructuredContent.(type) {
+	case nil:
+		if len(res.Content) == 0 {
+			return nil, fmt.Errorf("elicittest: the result has no content")
+		}
+		tc, ok := res.Content[0].(*mcp.TextContent)
+		if !ok {
+			return nil, fmt.Errorf("elicittest: the result's content is a %T, not text", res.Content[0])
+		}
+		raw = []byte(tc.Text)
+	case json.RawMessage:
+		raw = sc
+	default:
+		var err error
+		if raw, err = json.Marshal(sc); err != nil {
+			return nil, err
+		}
+	}
+	var out map[string]any
+	if err := json.Unmarshal(raw, &out); err != nil {
+		return nil, fmt.Errorf("elicittest: the result is not a JSON object: %w", err)
+	}
+	return out, nil
+}
+
+// FieldErrors returns the field errors of an error payload (its "errors").
+func FieldErrors(res *mcp.CallToolResult) []validator.FieldError {
+	p, err := Payload(res)
+	if err != nil {
+		return nil
+	}
+	raw, _ := json.Marshal(p["errors"])
+	var errs []validator.FieldError
+	_ = json.Unmarshal(raw, &errs)
+	return errs
+}
+
+// AssertFieldError reports whether errs has an error for field with constraint, and fails
+// the test, listing what errs has, if not.
+func AssertFieldError(t testing.TB, errs []validator.FieldError, field, constraint string) bool {
+	t.Helper()
+	for _, e := range errs {
+		if e.Field == field && e.Constraint == constraint {
+			return true
+		}
+	}
+	t.Errorf("elicittest: no %q error on field %q; the errors are %v", constraint, field, errs)
+	return false
+}
+
+// AssertOnlyFieldError reports whether errs is exactly one error, on field, for constraint.
+func AssertOnlyFieldError(t testing.TB, errs []validator.FieldError, field, constraint string) bool {
+	t.Helper()
+	if len(errs) != 1 {
+		t.Errorf("elicittest: want one %q error on field %q, got %d: %v", constraint, field, len(errs), errs)
+		return false
+	}
+	return AssertFieldError(t, errs, field, constraint)
+}
