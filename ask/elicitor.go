@@ -294,7 +294,6 @@ func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (session.Outcom
 		spec.Form = keepForm{q.Form}
 		if q.Form.Conditional() {
 			spec.Continue = rounds(q.Form, q.Message, q.Then)
-			spec.MaxAttempts += q.Form.Rounds() - 1 // a follow-up round is not a failed attempt
 		}
 	}
 	if c.pull {
@@ -681,7 +680,8 @@ func rounds(form *validator.Compiled, message string, then session.Continuation)
 	return func(data map[string]any) session.Next {
 		if next := cur.Next(data); next != nil {
 			cur = next
-			return session.Next{Data: data, FollowUp: &session.Step{Message: message, Form: keepForm{next}}}
+			// A new round of the same question, not a second try.
+			return session.Next{Data: data, FollowUp: &session.Step{Message: message, Form: keepForm{next}}, Free: true}
 		}
 		if then != nil {
 			return then(data)

@@ -2,6 +2,7 @@ package elicittest
 
 import (
 	"context"
+	"errors"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -40,16 +41,21 @@ func Decline() Step { return Step{action: "decline"} }
 // Cancel dismisses the prompt without choosing.
 func Cancel() Step { return Step{action: "cancel"} }
 
-// Never leaves the prompt unanswered until its request's context ends: in the push era
-// when the question ends on the server (deadline, cancel); in the pull era when the test
-// cancels the call's context (the client gives up), since nothing tells a pull-era client
-// that a question ended.
+// Never leaves the prompt unanswered until its request's context ends or the client
+// vanishes (User.Vanish): in the push era the context ends when the question ends on the
+// server (deadline, cancel); in the pull era when the test cancels the call's context (the
+// client gives up), since nothing tells a pull-era client that a question ended.
 func Never() Step { return Step{action: "never"} }
 
 // User is a simulated person behind an in-memory MCP client connected to a server.
 type User struct {
 	t       testing.TB
+	era     Era
 	Session *mcp.ClientSession
+
+	wire     *wire
+	gone     chan struct{} // closed by Vanish
+	vanished sync.Once
 
 	mu      sync.Mutex
 	script  []Step
@@ -58,29 +64,47 @@ type User struct {
 
 // Connect connects a client speaking era to server over in-memory transports; the person
 // answers the prompts it gets with script, in order, and the test fails if a prompt comes
-// when the script is spent. The connection is closed when the test ends.
+// when the script is spent. Answers reach the server as the person gave them: unlike the
+// go-sdk client, this one does not check them against the schema first (hosts pass on what
+// was typed, "nine" for a number included), so the server's own checks are what is tested.
+// The connection is closed when the test ends.
 func Connect(t testing.TB, server *mcp.Server, era Era, script ...Step) *User {
 	t.Helper()
-	u := &User{t: t, script: script}
-	return u.connect(server, era, &mcp.ClientOptions{ElicitationHandler: u.elicit})
+	u := &User{t: t, script: script, era: era, gone: make(chan struct{})}
+	client := mcp.NewClient(&mcp.Implementation{Name: "elicittest", Version: "1"}, &mcp.ClientOptions{
+		// Declares form elicitation; the middleware answers before it is reached.
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("elicittest: unreachable")
+		},
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // Call plays the rounds
+	})
+	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			if method != "elicitation/create" {
+				return next(ctx, method, req)
+			}
+			return u.elicit(ctx, req.GetParams().(*mcp.ElicitParams))
+		}
+	})
+	return u.connect(server, client)
 }
 
 // ConnectNoForms connects a client that declares no elicitation support at all.
 func ConnectNoForms(t testing.TB, server *mcp.Server, era Era) *User {
 	t.Helper()
-	u := &User{t: t}
-	return u.connect(server, era, &mcp.ClientOptions{})
+	u := &User{t: t, era: era, gone: make(chan struct{})}
+	return u.connect(server, mcp.NewClient(&mcp.Implementation{Name: "elicittest", Version: "1"}, nil))
 }
 
-func (u *User) connect(server *mcp.Server, era Era, opts *mcp.ClientOptions) *User {
+func (u *User) connect(server *mcp.Server, client *mcp.Client) *User {
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := server.Connect(ctx, st, nil)
 	if err != nil {
 		u.t.Fatalf("elicittest: server connect: %v", err)
 	}
-	client := mcp.NewClient(&mcp.Implementation{Name: "elicittest", Version: "1"}, opts)
-	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: string(era)})
+	u.wire = &wire{Transport: ct}
+	cs, err := client.Connect(ctx, u.wire, &mcp.ClientSessionOptions{ProtocolVersion: string(u.era)})
 	if err != nil {
 		u.t.Fatalf("elicittest: client connect: %v", err)
 	}
@@ -92,22 +116,45 @@ func (u *User) connect(server *mcp.Server, era Era, opts *mcp.ClientOptions) *Us
 	return u
 }
 
-func (u *User) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+func (u *User) elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.ElicitResult, error) {
 	u.mu.Lock()
-	u.prompts = append(u.prompts, req.Params)
+	u.prompts = append(u.prompts, params)
 	if len(u.script) == 0 {
 		u.mu.Unlock()
-		u.t.Errorf("elicittest: prompt %d came after the script was spent: %s", len(u.prompts), req.Params.Message)
+		u.t.Errorf("elicittest: prompt %d came after the script was spent: %s", len(u.prompts), params.Message)
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}
 	step := u.script[0]
 	u.script = u.script[1:]
 	u.mu.Unlock()
 	if step.action == "never" {
-		<-ctx.Done()
-		return nil, ctx.Err()
+		select {
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		case <-u.gone:
+			return nil, errors.New("elicittest: the client vanished")
+		}
 	}
 	return &mcp.ElicitResult{Action: step.action, Content: step.content}, nil
+}
+
+// Vanish is the client going away mid-question, as a killed host does: its end of the
+// connection closes at once, with no goodbye, and a Never step still waiting gives up.
+func (u *User) Vanish() error {
+	u.vanished.Do(func() { close(u.gone) })
+	return u.wire.conn.Close()
+}
+
+// wire keeps the client's connection, so Vanish can cut it.
+type wire struct {
+	mcp.Transport
+	conn mcp.Connection
+}
+
+func (w *wire) Connect(ctx context.Context) (mcp.Connection, error) {
+	c, err := w.Transport.Connect(ctx)
+	w.conn = c
+	return c, err
 }
 
 // Prompts returns the prompts received so far, in order.
@@ -124,14 +171,41 @@ func (u *User) Left() int {
 	return len(u.script)
 }
 
-// Call calls tool with args and returns its result; a protocol error fails the test.
+// Call calls tool with args to its end and returns its result: in the pull era it answers
+// each round's input requests and calls again with the requestState, as a client does. A
+// protocol error fails the test.
 func (u *User) Call(ctx context.Context, tool string, args any) *mcp.CallToolResult {
 	u.t.Helper()
-	res, err := u.Session.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+	res, err := u.CallErr(ctx, tool, args)
 	if err != nil {
 		u.t.Fatalf("elicittest: calling %s: %v", tool, err)
 	}
 	return res
+}
+
+// CallErr is Call returning a protocol error (or the context's, when a Never step or the
+// caller gave up) instead of failing the test.
+func (u *User) CallErr(ctx context.Context, tool string, args any) (*mcp.CallToolResult, error) {
+	params := &mcp.CallToolParams{Name: tool, Arguments: args}
+	for {
+		res, err := u.Session.CallTool(ctx, params)
+		if err != nil || len(res.InputRequests) == 0 {
+			return res, err
+		}
+		responses := mcp.InputResponseMap{}
+		for key, ir := range res.InputRequests {
+			ep, ok := ir.(*mcp.ElicitParams)
+			if !ok {
+				return nil, fmt.Errorf("elicittest: input request %q is a %T, not an elicitation", key, ir)
+			}
+			answer, err := u.elicit(ctx, ep)
+			if err != nil {
+				return nil, err
+			}
+			responses[key] = answer
+		}
+		params = &mcp.CallToolParams{Name: tool, Arguments: args, RequestState: res.RequestState, InputResponses: responses}
+	}
 }
 
 // Payload decodes a tool result's structured content (the JSON text when there is none).

@@ -135,6 +135,7 @@ func Start(id string, spec Spec, env Env) (*Elicitation, error) {
 		step:        Step{Message: spec.Message, Form: spec.Form},
 	}
 	e.deadlineNs.Store(e.deadline.UnixNano())
+	e.publish(Pending, None)
 	e.asking.Store(&asked{round: 1, form: spec.Form}) // an answer may come before the actor runs
 	e.timer = clk.Timer(spec.Timeout)
 	if e.group != nil {
@@ -179,8 +180,8 @@ func (e *Elicitation) Snapshot() Snapshot {
 		Tool:        e.tool,
 		State:       State(st & 0xff),
 		Reason:      Reason(st >> 8 & 0xff),
-		Attempt:     int(st >> 16),
-		MaxAttempts: e.maxAttempts,
+		Attempt:     int(st >> 16 & 0xffff),
+		MaxAttempts: int(st >> 32 & 0xffff),
 		Created:     e.created,
 		Deadline:    time.Unix(0, e.deadlineNs.Load()),
 	}
@@ -335,6 +336,9 @@ func (e *Elicitation) accept(a Answer, now time.Time) {
 		}
 	}
 	e.outcome.Data = next.Data
+	if next.FollowUp != nil && next.Free && e.maxAttempts < maxAttemptsLimit {
+		e.maxAttempts++
+	}
 	switch {
 	case next.FollowUp == nil:
 		e.end(Completed, None, now)
@@ -403,5 +407,5 @@ func (e *Elicitation) end(s State, r Reason, now time.Time) {
 }
 
 func (e *Elicitation) publish(s State, r Reason) {
-	e.status.Store(uint64(s) | uint64(r)<<8 | uint64(e.attempt)<<16)
+	e.status.Store(uint64(s) | uint64(r)<<8 | uint64(e.attempt)<<16 | uint64(e.maxAttempts)<<32)
 }

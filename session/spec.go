@@ -52,8 +52,11 @@ type Next struct {
 	// Data is the result so far. When FollowUp is nil it becomes the outcome's data;
 	// when Data is nil the validated answer is used instead.
 	Data map[string]any
-	// FollowUp, when set, is asked next. It counts as an attempt.
+	// FollowUp, when set, is asked next. It counts as an attempt, unless Free.
 	FollowUp *Step
+	// Free marks a follow-up that is a new round of the same question (fields that
+	// depend on this answer), not a second try: the attempts allowed grow by one for it.
+	Free bool
 }
 
 // Continuation decides what follows each valid answer: finish with data, or ask a follow-up.
