@@ -32,10 +32,12 @@ func Asked(c *validator.Compiled) []validator.Field {
 	return out
 }
 
-// Valid returns an answer to the fields c asks now that c accepts, chosen with r: optional
+// Valid returns an answer to the fields c asks now that c accepts, chosen with r (nil: a
+// fixed seed): optional
 // fields are sometimes left out. Fields with a custom Check, a comparison or a condition
 // are tried again until the answer passes; the error says so when none did.
 func Valid(c *validator.Compiled, r *rand.Rand) (map[string]any, error) {
+	r = orSeeded(r)
 	fields := Asked(c)
 	var errs []validator.FieldError
 	for range 200 {
@@ -69,6 +71,7 @@ type Case struct {
 // pattern, a number out of range or not whole, a bad email, URL or date, a value that is no
 // option, too few or too many choices, a URL naming a private host, a broken comparison.
 func Invalid(c *validator.Compiled, r *rand.Rand) ([]Case, error) {
+	r = orSeeded(r)
 	base, err := Valid(c, r)
 	if err != nil {
 		return nil, err
@@ -160,6 +163,15 @@ func Invalid(c *validator.Compiled, r *rand.Rand) ([]Case, error) {
 		}
 	}
 	return out, nil
+}
+
+// orSeeded returns r, or when it is nil a generator with a fixed seed: the same answers on
+// every run.
+func orSeeded(r *rand.Rand) *rand.Rand {
+	if r == nil {
+		return rand.New(rand.NewPCG(1, 2))
+	}
+	return r
 }
 
 func clone(m map[string]any) map[string]any {

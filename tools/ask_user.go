@@ -42,7 +42,12 @@ Give "message" (what you ask and why) and "form": a title and fields in order. E
 url, select, multi_select), and optionally "label", "description", "required", "default",
 "options" ([{"value": "US", "title": "United States"}], for select and multi_select),
 "min_length", "max_length", "pattern", "minimum", "maximum", "exclusive_minimum",
-"exclusive_maximum", "min_items", "max_items", "case" ("upper" or "lower").
+"exclusive_maximum", "min_items", "max_items", "case" ("upper" or "lower"), "placeholder",
+"widget" ("multiline"). Rules across fields: "when" asks a field only once an earlier answer
+matches ({"field": "country", "equals": "US"}, or "one_of": [...], or "present": true), in a
+follow-up round; "required_when" (same shape) makes a field required only when another answer
+matches; "compare" ({"op": "gt", "field": "check_in"}; lt, le, gt, ge, eq, ne) checks it
+against another field.
 
 Example: {"message": "Where should the parcel go?", "form": {"title": "Delivery", "fields": [
  {"name": "city", "type": "text", "label": "City", "required": true},

@@ -13,6 +13,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -22,6 +23,29 @@ type question struct {
 	n       int    // 1 for the first question of this run
 	message string
 	form    *validator.Compiled
+	hints   map[string]map[string]string // by field: "placeholder", "widget" (ask.HintsKey)
+}
+
+// hintsOf reads a prompt's rendering hints from its _meta, ignoring what does not fit.
+func hintsOf(meta mcp.Meta) map[string]map[string]string {
+	raw, ok := meta[ask.HintsKey].(map[string]any)
+	if !ok {
+		return nil
+	}
+	out := map[string]map[string]string{}
+	for field, v := range raw {
+		h, ok := v.(map[string]any)
+		if !ok {
+			continue
+		}
+		out[field] = map[string]string{}
+		for k, s := range h {
+			if s, ok := s.(string); ok {
+				out[field][k] = s
+			}
+		}
+	}
+	return out
 }
 
 // answerer answers questions: the person at a terminal, a script, or nobody.
@@ -44,7 +68,7 @@ func (c *client) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		fmt.Fprintf(c.stderr, "%s asked with a form elicit cannot show (%v); cancelling it\n", c.server, err)
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}
-	return c.answerer.answer(ctx, question{server: c.server, n: c.asked, message: p.Message, form: form})
+	return c.answerer.answer(ctx, question{server: c.server, n: c.asked, message: p.Message, form: form, hints: hintsOf(p.Meta)})
 }
 
 // compile turns a requested schema, in the order the server sent it, into a form.

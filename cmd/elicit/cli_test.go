@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"testing"
 
+	"charm.land/huh/v2"
+	"github.com/charmbracelet/x/ansi"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -123,4 +126,31 @@ func TestEntryValues(t *testing.T) {
 	multi := newEntry(validator.Field{Name: "m", Type: validator.MultiSelect, Default: []any{"a"}})
 	v, _ = multi.value()
 	assert.Equal(t, []any{"a"}, v)
+}
+
+// elicit honours the server's rendering hints: a multiline field is a text area, a
+// placeholder shows in an empty input, a password is masked.
+func TestHintsChooseTheWidget(t *testing.T) {
+	hints := hintsOf(mcp.Meta{ask.HintsKey: map[string]any{
+		"notes": map[string]any{"widget": "multiline", "placeholder": "anything else"},
+		"pin":   map[string]any{"widget": "password"},
+		"bad":   "not an object",
+	}})
+	assert.Equal(t, map[string]map[string]string{"notes": {"widget": "multiline", "placeholder": "anything else"}, "pin": {"widget": "password"}}, hints)
+	assert.Nil(t, hintsOf(nil))
+
+	form, err := validator.Compile(validator.Form{Fields: []validator.Field{{Name: "notes", Type: validator.Text}, {Name: "city", Type: validator.Text}}})
+	require.NoError(t, err)
+	notes := newEntry(form.Fields()[0])
+	notes.field.Widget, notes.field.Placeholder = "multiline", "anything else"
+	area, ok := widget(form, notes).(*huh.Text)
+	require.True(t, ok, "a multiline field is a text area")
+	assert.Contains(t, ansi.Strip(area.View()), "anything else", "the placeholder shows while it is empty")
+	city := newEntry(form.Fields()[1])
+	_, ok = widget(form, city).(*huh.Input)
+	assert.True(t, ok)
+	pin := newEntry(form.Fields()[1])
+	pin.field.Widget, pin.text = "password", "1234"
+	in := widget(form, pin).(*huh.Input)
+	assert.NotContains(t, ansi.Strip(in.View()), "1234", "a password is masked")
 }

@@ -88,7 +88,9 @@ func (e *entry) value() (any, bool) {
 func (t *terminal) answer(ctx context.Context, q question) (*mcp.ElicitResult, error) {
 	entries := make([]*entry, 0, len(q.form.Fields()))
 	for _, f := range q.form.Fields() {
-		entries = append(entries, newEntry(f))
+		e := newEntry(f)
+		e.field.Placeholder, e.field.Widget = q.hints[f.Name]["placeholder"], q.hints[f.Name]["widget"]
+		entries = append(entries, e)
 	}
 	var problems []validator.FieldError
 	for {
@@ -324,6 +326,14 @@ func widget(form *validator.Compiled, e *entry) huh.Field {
 		}
 		return m
 	}
-	return huh.NewInput().Title(label(f)).Description(hint(f)).Value(&e.text).
-		Validate(func(s string) error { return check(form, f, s, strings.TrimSpace(s) == "") })
+	validate := func(s string) error { return check(form, f, s, strings.TrimSpace(s) == "") }
+	if f.Widget == "multiline" && f.Type == validator.Text {
+		return huh.NewText().Title(label(f)).Description(hint(f) + " · Alt+Enter or Ctrl+J: new line").Placeholder(f.Placeholder).
+			Value(&e.text).Validate(validate)
+	}
+	in := huh.NewInput().Title(label(f)).Description(hint(f)).Placeholder(f.Placeholder).Value(&e.text).Validate(validate)
+	if f.Widget == "password" {
+		in.EchoMode(huh.EchoModePassword)
+	}
+	return in
 }
