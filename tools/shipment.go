@@ -171,13 +171,6 @@ func (s *Server) ship(ctx context.Context, req *mcp.CallToolRequest, job shipJob
 	return s.finishShipment(ctx, job, body)
 }
 
-func toolName(j shipJob) string {
-	if j.kind == shipping.Rate {
-		return "rate_shipment"
-	}
-	return "create_shipment"
-}
-
 // shipLoop is the state of one shipping elicitation, owned by its actor once started: the
 // body being completed and the rules the current form asks.
 type shipLoop struct {
