@@ -148,3 +148,21 @@ type recorder struct {
 
 func (r *recorder) Errorf(string, ...any) { r.failed++ }
 func (r *recorder) Helper()               {}
+
+// Invalid answers for a form, each breaking one named constraint.
+func ExampleInvalid() {
+	c, _ := v.CompileJSON([]byte(`{"fields": [
+		{"name": "qty", "type": "integer", "label": "Quantity", "required": true, "minimum": 1, "maximum": 9},
+		{"name": "email", "type": "email", "label": "Email"}]}`))
+	cases, _ := elicittest.Invalid(c, rand.New(rand.NewPCG(1, 2)))
+	for _, cs := range cases {
+		_, errs := c.Validate(cs.Content)
+		fmt.Printf("%s %s: %s\n", cs.Field, cs.Constraint, errs[0].Message)
+	}
+	// Output:
+	// qty required: Quantity: is required
+	// qty maximum: Quantity: must be at most 9
+	// qty minimum: Quantity: must be at least 1
+	// qty integer: Quantity: must be a whole number
+	// email format: Email: must be an email address like name@example.com
+}
