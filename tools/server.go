@@ -57,12 +57,7 @@ func NewServer(opts Options, version string) *Server {
 	if opts.Clock == nil {
 		opts.Clock = clock.New()
 	}
-	if opts.Timeout == 0 {
-		opts.Timeout = session.DefaultTimeout
-	}
-	if opts.MaxAttempts == 0 {
-		opts.MaxAttempts = session.DefaultMaxAttempts
-	}
+	// The Elicitor applies the question defaults (timeout, attempts).
 	if opts.Logger == nil {
 		opts.Logger = slog.New(slog.DiscardHandler)
 	}
