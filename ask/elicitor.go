@@ -1,6 +1,7 @@
 package ask
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"encoding/json"
@@ -444,8 +445,9 @@ func (c *call) push(ev event) {
 	c.queue = append(c.queue, ev)
 	killed := c.killed
 	if ev.end != nil && !killed {
-		// Kept for the retry that comes for it, as long as a round is.
-		c.armIdle(func() { c.x.forget(c) })
+		// Kept for the retry that comes for it, as long as a round waits for one (with no
+		// idle expiry, as long as a question may wait): never for ever.
+		c.arm(cmp.Or(max(c.x.pullIdle, 0), c.x.timeout), func() { c.x.forget(c) })
 	}
 	c.mu.Unlock()
 	if ev.end != nil && killed {
@@ -500,7 +502,9 @@ func (c *call) hand(pr session.Prompt) result {
 	c.handed++
 	n := c.handed
 	c.asking = pr
-	c.armIdle(func() { c.kill(session.Abandoned) })
+	if c.x.pullIdle > 0 {
+		c.arm(c.x.pullIdle, func() { c.kill(session.Abandoned) })
+	}
 	c.mu.Unlock()
 	token := c.x.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.tool, Args: c.digest, Round: n,
 		Expires: c.x.clk.Now().Add(stateLifetime).Unix()})
@@ -510,13 +514,12 @@ func (c *call) hand(pr session.Prompt) result {
 	}}
 }
 
-// armIdle (c.mu held) replaces the idle expiry with f after the Elicitor's PullIdle (a
-// go-sdk client whose own schema check fails gives up on the call without a word).
-func (c *call) armIdle(f func()) {
+// arm (c.mu held) replaces the idle expiry with f after d: a round handed out and not
+// answered (a go-sdk client whose own schema check fails gives up on the call without a
+// word), or a result nobody comes for.
+func (c *call) arm(d time.Duration, f func()) {
 	c.disarm()
-	if c.x.pullIdle > 0 {
-		c.idle = c.x.clk.AfterFunc(c.x.pullIdle, f)
-	}
+	c.idle = c.x.clk.AfterFunc(d, f)
 }
 
 // disarm (c.mu held) stops the idle expiry, if armed.
@@ -615,7 +618,7 @@ func stateError(reason, format string, args ...any) *Error {
 // resume is the pull era's second and later calls: it checks the requestState, hands the
 // response to the question asked, and returns what the call returns next.
 func (x *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result {
-	fail := func(e *Error) result { return result{res: e.Result()} }
+	fail := func(e *Error) result { return result{err: e} } // the payload, for typed handlers too
 	st, err := x.signer.open(req.Params.RequestState)
 	if err != nil {
 		return fail(stateError("forged", "the requestState was not issued by this server or has been altered"))

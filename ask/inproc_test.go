@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"testing"
 	"time"
 
@@ -285,3 +286,29 @@ func TestTypedFormsFailWhenRegistered(t *testing.T) {
 }
 
 func fst[T any](_ T, err error) error { return err }
+
+// A pull-era call whose client never comes back is forgotten once its result has waited as
+// long as a question may, even with no idle expiry (PullIdle < 0): nothing is kept for ever.
+func TestAnAbandonedPullCallIsForgotten(t *testing.T) {
+	mock := clock.NewMock()
+	server, _, errs := newServer(t, mock) // PullIdle -1
+	u := elicittest.Connect(t, server, elicittest.Pull)
+	ctx := context.Background()
+	first, err := u.Session.CallTool(ctx, &mcp.CallToolParams{Name: "book", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	require.NotEmpty(t, first.InputRequests)
+	mock.Add(time.Minute) // the deadline: the handler gets its timeout and returns
+	require.ErrorIs(t, <-errs, ask.ErrTimeout)
+	probe := func() string { // a retry that changes nothing: it lacks the response
+		res, err := u.Session.CallTool(ctx, &mcp.CallToolParams{Name: "book", Arguments: map[string]any{}, RequestState: first.RequestState})
+		require.NoError(t, err)
+		p, err := elicittest.Payload(res)
+		require.NoError(t, err)
+		return fmt.Sprint(p["reason"])
+	}
+	require.Equal(t, "missing_response", probe(), "the result waits for the client")
+	require.Eventually(t, func() bool {
+		mock.Add(time.Minute)
+		return probe() == "finished"
+	}, 10*time.Second, time.Millisecond)
+}
