@@ -312,7 +312,9 @@ func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (session.Outcom
 		return session.Outcome{}, startError(err)
 	}
 	o := x.wait(ctx, c, e)
-	c.setHow(o)
+	if c.pull {
+		c.setHow(o)
+	}
 	return o, nil
 }
 
@@ -332,7 +334,6 @@ type call struct {
 
 	// Pull era only.
 	id     string
-	tool   string
 	args   json.RawMessage // the arguments of the call that started it
 	digest string          // argsDigest(args), bound by every requestState it issues
 	cancel context.CancelCauseFunc
@@ -420,7 +421,7 @@ func (x *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func
 	if req.Params.RequestState != "" {
 		return x.resume(ctx, req)
 	}
-	c := &call{x: x, req: req, owner: x.Owner(req), pull: true, id: rand.Text(), tool: req.Params.Name,
+	c := &call{x: x, req: req, owner: x.Owner(req), pull: true, id: rand.Text(),
 		args: slices.Clone(req.Params.Arguments), digest: argsDigest(req.Params.Arguments), signal: make(chan struct{}, 1)}
 	// The handler outlives this request: its context is not the request's, and ends when
 	// the call does (abandoned, cancelled, shut down).
@@ -506,7 +507,7 @@ func (c *call) hand(pr session.Prompt) result {
 		c.arm(c.x.pullIdle, func() { c.kill(session.Abandoned) })
 	}
 	c.mu.Unlock()
-	token := c.x.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.tool, Args: c.digest, Round: n,
+	token := c.x.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Args: c.digest, Round: n,
 		Expires: c.x.clk.Now().Add(stateLifetime).Unix()})
 	return result{res: &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{inputKey(n): elicitParams(pr)},
@@ -572,9 +573,11 @@ func (x *Elicitor) forget(c *call) {
 	}
 	c.mu.Lock()
 	c.disarm()
-	how := c.how
+	how, handed := c.how, c.handed
 	c.mu.Unlock()
-	x.remember(c.id, how)
+	if handed > 0 { // else no requestState names it: no retry can ask
+		x.remember(c.id, how)
+	}
 }
 
 // wait waits for e's outcome. If ctx ends first, e is cancelled for the reason ctx gives. In

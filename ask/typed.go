@@ -2,6 +2,7 @@ package ask
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -90,25 +91,8 @@ func NewForm[T any](title string) (*Form[T], error) {
 	if err != nil {
 		return nil, &FormError{Type: typeName, Problem: err.Error()}
 	}
-	if c.HasSensitive() {
-		for _, fd := range c.Fields() {
-			if fd.Sensitive {
-				return nil, &FormError{Type: typeName, Field: goName(rt, fd.Name),
-					Problem: "is sensitive (a password): the MCP spec forbids asking for secrets in form mode"}
-			}
-		}
-	}
 	f.compiled = c
 	return f, nil
-}
-
-func goName(rt reflect.Type, name string) string {
-	for _, sf := range reflect.VisibleFields(rt) {
-		if n, _, _ := strings.Cut(sf.Tag.Get("json"), ","); n == name || n == "" && sf.Name == name {
-			return sf.Name
-		}
-	}
-	return name
 }
 
 // MustForm is NewForm that panics on an error: for package-level forms, which are built
@@ -235,14 +219,13 @@ func fieldOf(sf reflect.StructField) (fd validator.Field, skip bool, err error) 
 		t = t.Elem()
 	}
 	var format string
-	opts, err := parseFormTag(sf.Tag.Get("form"))
-	if err != nil {
-		return fd, false, err
-	}
-	for _, o := range opts {
+	for _, o := range parseFormTag(sf.Tag.Get("form")) {
 		if err := o.apply(&fd, &format); err != nil {
 			return fd, false, err
 		}
+	}
+	if fd.Sensitive || fd.Widget == "password" {
+		return fd, false, errors.New("is sensitive (a password): the MCP spec forbids asking for secrets in form mode")
 	}
 	if raw, ok := sf.Tag.Lookup("options"); ok {
 		for _, part := range strings.Split(raw, ";") {
@@ -379,9 +362,9 @@ func parseCondition(raw string) *validator.Condition {
 // formOption is one comma-separated entry of a form tag: key or key=value.
 type formOption struct{ key, value string }
 
-func parseFormTag(tag string) ([]formOption, error) {
+func parseFormTag(tag string) []formOption {
 	if strings.TrimSpace(tag) == "" {
-		return nil, nil
+		return nil
 	}
 	var out []formOption
 	rest := tag
@@ -397,7 +380,7 @@ func parseFormTag(tag string) ([]formOption, error) {
 		}
 		out = append(out, formOption{key: key, value: value})
 	}
-	return out, nil
+	return out
 }
 
 func (o formOption) apply(fd *validator.Field, format *string) error {

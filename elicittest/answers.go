@@ -6,11 +6,11 @@ package elicittest
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/rand/v2"
 	"regexp"
 	"regexp/syntax"
-	"slices"
 	"strings"
 
 	"github.com/elicitd/elicitd/validator"
@@ -83,7 +83,7 @@ func Invalid(c *validator.Compiled, r *rand.Rand) ([]Case, error) {
 	}
 	var out []Case
 	with := func(f validator.Field, constraint string, v any) {
-		content := clone(base)
+		content := maps.Clone(base)
 		if v == nil {
 			delete(content, f.Name)
 		} else {
@@ -172,14 +172,6 @@ func orSeeded(r *rand.Rand) *rand.Rand {
 		return rand.New(rand.NewPCG(1, 2))
 	}
 	return r
-}
-
-func clone(m map[string]any) map[string]any {
-	out := make(map[string]any, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 func bounds(f validator.Field) (lo, hi float64) {
@@ -389,7 +381,7 @@ func breakComparison(f, other validator.Field, base map[string]any, op string) (
 		if op == "ne" {
 			return s, true
 		}
-		if slices.Contains([]string{"lt", "le"}, op) {
+		if op == "lt" || op == "le" {
 			return "2027-06-01", true
 		}
 		return "2025-06-01", true

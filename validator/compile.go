@@ -16,7 +16,8 @@ type Compiled struct {
 	title    string
 	fields   []compiledField
 	maxBytes int
-	wire     json.RawMessage
+	wire     json.RawMessage                // the fields asked now, as the MCP schema
+	hints    map[string]map[string]string // their rendering hints; nil when none
 	checks   bool // some field has a custom Check
 
 	rules       bool // some field has RequiredWhen or Compare
@@ -132,7 +133,7 @@ func Compile(f Form) (*Compiled, error) {
 	if len(problems) > 0 {
 		return nil, &DefinitionError{Problems: problems}
 	}
-	c.wire = buildWire(c.fields)
+	c.asked()
 	return c, nil
 }
 

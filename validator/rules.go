@@ -248,8 +248,8 @@ func (c *Compiled) sortErrors(errs []FieldError) {
 // compare checks f's answer v against the other field's, if that one is answered.
 func (c *Compiled) compare(f *compiledField, v any, data map[string]any) *FieldError {
 	other := c.field(f.Compare.Field)
-	w, ok := data[other.Name]
-	if !ok {
+	w, answered := data[other.Name]
+	if !answered {
 		return nil
 	}
 	var order int
@@ -270,11 +270,27 @@ func (c *Compiled) compare(f *compiledField, v any, data map[string]any) *FieldE
 			order = 1 // unequal: only eq and ne are allowed here
 		}
 	}
-	ok = map[string]bool{"lt": order < 0, "le": order <= 0, "gt": order > 0, "ge": order >= 0, "eq": order == 0, "ne": order != 0}[f.Compare.Op]
-	if ok {
+	if holds(f.Compare.Op, order) {
 		return nil
 	}
 	return f.fail("compare", "%s %s", phrase, other.label)
+}
+
+// holds reports whether a comparison's op holds for an order (negative, zero, positive).
+func holds(op string, order int) bool {
+	switch op {
+	case "lt":
+		return order < 0
+	case "le":
+		return order <= 0
+	case "gt":
+		return order > 0
+	case "ge":
+		return order >= 0
+	case "eq":
+		return order == 0
+	}
+	return order != 0 // ne
 }
 
 func cmpFloat(x, y float64) int {
@@ -351,14 +367,19 @@ func (c *Compiled) Next(data map[string]any) *Compiled {
 	if !asked {
 		return nil
 	}
-	r.wire = buildWire(r.fields)
+	r.asked()
 	return &r
 }
 
 // Hints returns the rendering hints of the fields asked now, by field name: "placeholder"
-// and "widget", where set. Nil when there are none.
-func (c *Compiled) Hints() map[string]map[string]string {
-	var out map[string]map[string]string
+// and "widget", where set. Nil when there are none. The caller must not modify it.
+func (c *Compiled) Hints() map[string]map[string]string { return c.hints }
+
+// asked derives what a form sends for the fields it asks now: the wire schema and the
+// hints. Compile, Keep and Next call it once for each form they make.
+func (c *Compiled) asked() {
+	c.wire = buildWire(c.fields)
+	c.hints = nil
 	for i := range c.fields {
 		f := &c.fields[i]
 		if f.stage != stageAsk || f.kept || (f.Placeholder == "" && f.Widget == "") {
@@ -371,10 +392,9 @@ func (c *Compiled) Hints() map[string]map[string]string {
 		if f.Widget != "" {
 			h["widget"] = f.Widget
 		}
-		if out == nil {
-			out = map[string]map[string]string{}
+		if c.hints == nil {
+			c.hints = map[string]map[string]string{}
 		}
-		out[f.Name] = h
+		c.hints[f.Name] = h
 	}
-	return out
 }

@@ -128,7 +128,7 @@ func (c *Compiled) Keep(content map[string]any) (data map[string]any, errs []Fie
 			f.kept, f.keptValue = !wrong[f.Name], data[f.Name]
 		}
 	}
-	r.wire = buildWire(r.fields)
+	r.asked()
 	return nil, errs, &r
 }
 
@@ -148,11 +148,7 @@ func (c *Compiled) runChecks(data map[string]any, errs []FieldError, failed []bo
 		}
 	}
 	if added {
-		order := make(map[string]int, len(c.fields))
-		for i, f := range c.fields {
-			order[f.Name] = i
-		}
-		slices.SortStableFunc(errs, func(a, b FieldError) int { return order[a.Field] - order[b.Field] })
+		c.sortErrors(errs)
 	}
 	return errs
 }
