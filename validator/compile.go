@@ -16,9 +16,9 @@ type Compiled struct {
 	title    string
 	fields   []compiledField
 	maxBytes int
-	wire     json.RawMessage                // the fields asked now, as the MCP schema
+	wire     json.RawMessage              // the fields asked now, as the MCP schema
 	hints    map[string]map[string]string // their rendering hints; nil when none
-	checks   bool // some field has a custom Check
+	checks   bool                         // some field has a custom Check
 
 	rules       bool // some field has RequiredWhen or Compare
 	conditional bool // some field has When
