@@ -19,7 +19,7 @@ import (
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 func TestStateTokensAreSignedAndBound(t *testing.T) {
-	s := stateSigner{key: []byte(strings.Repeat("k", 32))}
+	s := newStateSigner([]byte(strings.Repeat("k", 32)))
 	st := requestState{ID: "E1", Owner: "O1", Tool: "ask_user", Args: argsDigest(json.RawMessage(`{"a":1}`)), Round: 2, Expires: 1000}
 	tok := s.sign(st)
 	got, err := s.open(tok)
@@ -27,7 +27,7 @@ func TestStateTokensAreSignedAndBound(t *testing.T) {
 	assert.Equal(t, st, got)
 
 	payload, mac, _ := strings.Cut(tok, ".")
-	other := stateSigner{key: []byte(strings.Repeat("x", 32))}
+	other := newStateSigner([]byte(strings.Repeat("x", 32)))
 	for name, bad := range map[string]string{
 		"another key":     other.sign(st),
 		"altered payload": payload + "X." + mac,
@@ -127,7 +127,7 @@ func TestToAnswer(t *testing.T) {
 // A token's last character carries spare bits; changing them must not leave a valid token
 // (3 such substitutions of the MAC's last character were accepted).
 func TestStateTokensDecodeStrictly(t *testing.T) {
-	s := stateSigner{key: []byte(strings.Repeat("k", 32))}
+	s := newStateSigner([]byte(strings.Repeat("k", 32)))
 	tok := s.sign(requestState{ID: "E1", Owner: "O1", Tool: "ask_user", Round: 1, Expires: 1000})
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789-_"
 	payload, _, _ := strings.Cut(tok, ".")

@@ -10,7 +10,9 @@ import (
 	"io"
 	"log/slog"
 	"slices"
+	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -61,6 +63,9 @@ type Elicitor struct {
 	log         *slog.Logger
 	ownerOf     func(*mcp.CallToolRequest) string
 
+	idPrefix string        // unique to this Elicitor: call ids never repeat across restarts
+	callSeq  atomic.Uint64 // numbers the pull-era calls
+
 	owners sync.Map // *mcp.ServerSession -> owner id, for the default owner hook
 	calls  sync.Map // pull era: conversation id -> *call, while the client may come back
 	busy   inflight // tool calls being handled and pull-era handlers still running
@@ -100,7 +105,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	if o.PullIdle == 0 {
 		o.PullIdle = o.Timeout / 2
 	}
-	x := &Elicitor{clk: o.Clock, signer: stateSigner{key: key}, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
+	x := &Elicitor{clk: o.Clock, signer: newStateSigner(key), idPrefix: rand.Text()[:13] + "-", timeout: o.Timeout, maxAttempts: o.MaxAttempts,
 		keepalive: o.Keepalive, pullIdle: o.PullIdle, log: o.Logger, ownerOf: o.Owner}
 	x.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: x.ended})
 	server.AddSendingMiddleware(attachWireSchema)
@@ -193,6 +198,9 @@ func (x *Elicitor) ended(_ string, o session.Outcome) {
 			x.next = (x.next + 1) % answerWindow
 		}
 		x.mu.Unlock()
+	}
+	if !x.log.Enabled(context.Background(), slog.LevelInfo) {
+		return
 	}
 	// Never the values the person typed: ids, names and counts only.
 	x.log.Info("elicitation finished", "id", o.ID, "tool", o.Tool, "state", o.State.String(),
@@ -421,7 +429,7 @@ func (x *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func
 	if req.Params.RequestState != "" {
 		return x.resume(ctx, req)
 	}
-	c := &call{x: x, req: req, owner: x.Owner(req), pull: true, id: rand.Text(),
+	c := &call{x: x, req: req, owner: x.Owner(req), pull: true, id: x.idPrefix + strconv.FormatUint(x.callSeq.Add(1), 36),
 		args: slices.Clone(req.Params.Arguments), digest: argsDigest(req.Params.Arguments), signal: make(chan struct{}, 1)}
 	// The handler outlives this request: its context is not the request's, and ends when
 	// the call does (abandoned, cancelled, shut down).

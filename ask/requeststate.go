@@ -7,7 +7,10 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"hash"
+	"io"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -24,7 +27,12 @@ type requestState struct {
 
 // stateSigner signs and checks RequestState tokens with HMAC-SHA256.
 type stateSigner struct {
-	key []byte
+	key  []byte
+	macs *sync.Pool // of hash.Hash keyed with key: every round signs and opens one token
+}
+
+func newStateSigner(key []byte) stateSigner {
+	return stateSigner{key: key, macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
 }
 
 var errBadState = errors.New("tools: request state is not one this server issued")
@@ -41,8 +49,10 @@ func (s stateSigner) sign(st requestState) string {
 }
 
 func (s stateSigner) mac(payload string) []byte {
-	m := hmac.New(sha256.New, s.key)
-	m.Write([]byte(payload))
+	m := s.macs.Get().(hash.Hash)
+	defer s.macs.Put(m)
+	m.Reset()
+	_, _ = io.WriteString(m, payload)
 	return m.Sum(nil)
 }
 

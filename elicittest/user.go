@@ -141,8 +141,11 @@ func (u *User) elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.Elici
 // Vanish is the client going away mid-question, as a killed host does: its end of the
 // connection closes at once, with no goodbye, and a Never step still waiting gives up.
 func (u *User) Vanish() error {
+	// The connection first: a killed host sends nothing more, so the Never step must not
+	// get the chance to send an error reply for its prompt.
+	err := u.wire.conn.Close()
 	u.vanished.Do(func() { close(u.gone) })
-	return u.wire.conn.Close()
+	return err
 }
 
 // wire keeps the client's connection, so Vanish can cut it.
