@@ -57,6 +57,9 @@ type answerer interface {
 func (c *client) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 	c.mu.Lock() // one question at a time: there is one person and one terminal
 	defer c.mu.Unlock()
+	if c.lines != nil {
+		defer c.lines.hold()()
+	}
 	c.asked++
 	p := req.Params
 	if p.Mode != "" && p.Mode != "form" {

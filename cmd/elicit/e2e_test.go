@@ -2,6 +2,8 @@ package main
 
 import (
 	"encoding/json"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -131,4 +133,44 @@ func TestUsageErrorsExitTwo(t *testing.T) {
 	r = runElicit(t, "--answers", "/nonexistent/answers.json", "call", "ask_user", "--", elicitdBin)
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "--answers: cannot read /nonexistent/answers.json")
+}
+
+// The server's log is kept out of the way unless asked for: --server-log appends it to a
+// file, -v shows it marked [server], and neither carries a value the person typed.
+func TestServerLogAndVerbose(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			answers := writeFile(t, "answers.json", `[{"weight": "2.5"}]`)
+			logFile := filepath.Join(t.TempDir(), "server.log")
+
+			r := runElicit(t, "--protocol", era, "--answers", answers, "--server-log", logFile,
+				"call", "ask_user", "--args", weightArgs, "--", elicitdBin)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			log, err := os.ReadFile(logFile)
+			require.NoError(t, err)
+			assert.Contains(t, string(log), "elicitation finished", "the server's own log line")
+			assert.NotContains(t, string(log), "2.5", "never a typed value")
+			assert.NotContains(t, r.stderr, "[server]", "without -v the log stays out of the terminal")
+
+			r = runElicit(t, "--protocol", era, "--answers", answers, "-v",
+				"call", "ask_user", "--args", weightArgs, "--", elicitdBin)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			assert.Contains(t, r.stderr, "[server] ")
+			assert.Contains(t, r.stderr, "elicitation finished")
+		})
+	}
+	r := runElicit(t, "--server-log", filepath.Join(t.TempDir(), "missing", "dir", "log"), "tools", "--", elicitdBin)
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--server-log: cannot open")
+}
+
+func TestServerLinesAreHeldWhileAFormIsOpen(t *testing.T) {
+	var out strings.Builder
+	s := &serverLines{out: &out}
+	_, _ = s.Write([]byte("one\ntw"))
+	release := s.hold()
+	_, _ = s.Write([]byte("o\nthree\n"))
+	assert.Equal(t, "[server] one\n", out.String(), "nothing written while held")
+	release()
+	assert.Equal(t, "[server] one\n[server] two\n[server] three\n", out.String())
 }

@@ -48,6 +48,8 @@ flags:
                       travel in retried tool calls) or 2025-11-25 (the server sends
                       elicitation/create requests); any version the SDK supports
   --timeout DURATION  bound the whole call, e.g. 10m (default: no bound)
+  --server-log FILE   append the server's stderr (its log) to FILE
+  -v                  show the server's stderr here, marked [server] (held while a form is open)
 
 In a form: Enter or Tab moves on, Shift+Tab goes back, Esc offers to decline or cancel,
 Ctrl-C cancels.
@@ -71,6 +73,9 @@ type invocation struct {
 	protocol string
 	timeout  time.Duration
 	server   []string
+
+	serverLog string // append the server's stderr to this file
+	verbose   bool   // show the server's stderr
 }
 
 // parse reads elicit's command line (without the program name). Flags may come before or
@@ -90,6 +95,8 @@ func parse(argv []string) (*invocation, error) {
 	fs.StringVar(&inv.answers, "answers", "", "")
 	fs.StringVar(&inv.protocol, "protocol", "", "")
 	fs.DurationVar(&inv.timeout, "timeout", 0, "")
+	fs.StringVar(&inv.serverLog, "server-log", "", "")
+	fs.BoolVar(&inv.verbose, "v", false, "")
 	var positional []string
 	rest := argv[:dash]
 	for {
@@ -192,6 +199,18 @@ func run(argv []string, stdin *os.File, stdout, stderr io.Writer) int {
 		defer cancel()
 	}
 	c := &client{inv: inv, answerer: answerer, stdout: stdout, stderr: stderr}
+	if inv.serverLog != "" {
+		f, err := os.OpenFile(inv.serverLog, os.O_WRONLY|os.O_CREATE|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "elicit: --server-log: cannot open %s for writing: %v\n", inv.serverLog, err)
+			return 2
+		}
+		defer func() { _ = f.Close() }()
+		c.serverLog = f
+	}
+	if inv.verbose {
+		c.lines = &serverLines{out: stderr}
+	}
 	return c.run(ctx)
 }
 
@@ -214,6 +233,9 @@ type client struct {
 	stdout   io.Writer
 	stderr   io.Writer
 	server   string // how the server is shown to the person
+
+	serverLog io.Writer    // --server-log's file, or nil
+	lines     *serverLines // -v, or nil
 
 	mu      sync.Mutex // held while a question is being answered
 	asked   int        // questions so far
@@ -238,10 +260,26 @@ func (t *stderrTail) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// keepGoing writes to w and ignores its failures: a full disk under --server-log must not
+// stop the copying of the server's stderr (the server would block on its log).
+type keepGoing struct{ w io.Writer }
+
+func (k keepGoing) Write(p []byte) (int, error) {
+	_, _ = k.w.Write(p)
+	return len(p), nil
+}
+
 func (c *client) run(ctx context.Context) int {
 	cmd := exec.Command(c.inv.server[0], c.inv.server[1:]...)
 	tail := &stderrTail{}
-	cmd.Stderr = tail
+	sinks := []io.Writer{tail}
+	if c.serverLog != nil {
+		sinks = append(sinks, keepGoing{c.serverLog})
+	}
+	if c.lines != nil {
+		sinks = append(sinks, c.lines)
+	}
+	cmd.Stderr = io.MultiWriter(sinks...)
 	detach(cmd)
 	c.server = filepath.Base(c.inv.server[0])
 	cl := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: version}, &mcp.ClientOptions{

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"context"
 	"os"
 	"os/exec"
@@ -96,6 +97,8 @@ func TestReadmeAsANewcomer(t *testing.T) {
 		assert.GreaterOrEqual(t, ran, 2, "the elicit section shows tools and a scripted ask_user")
 	})
 
+	t.Run("host setup", func(t *testing.T) { followHostSetup(t, dir, blocks) })
+
 	t.Run("interactive", func(t *testing.T) {
 		s := startScreen(t, dir, "sh", "-c", main)
 		s.waitFor("Missing 3 required field(s) for shipment creation.")
@@ -115,4 +118,89 @@ func TestReadmeAsANewcomer(t *testing.T) {
 		assert.Equal(t, "Bob Smith", shipment["ShipTo"].(map[string]any)["Name"])
 		assert.Equal(t, "5", shipment["Package"].([]any)[0].(map[string]any)["PackageWeight"].(map[string]any)["Weight"])
 	})
+}
+
+var (
+	jsonBlock = regexp.MustCompile("(?s)```json\n(.*?)```")
+	repoPath  = regexp.MustCompile("`((?:examples|docs|testdata)/[^`\\s]+|LICENSE)`")
+)
+
+// followHostSetup checks the host set-up section as far as it can run here: the install
+// command installs both programs, the Claude Code command parses and names the installed
+// elicitd, every JSON snippet parses (with the server under the key hosts expect), and every
+// repository file the README names exists.
+func followHostSetup(t *testing.T, dir string, blocks [][]string) {
+	readme, err := os.ReadFile(filepath.Join(dir, "README.md"))
+	require.NoError(t, err)
+	var install, claude string
+	for _, block := range blocks {
+		for _, line := range block {
+			switch {
+			case strings.HasPrefix(line, "go install ./cmd/"):
+				install = line
+			case strings.HasPrefix(line, "claude mcp add "):
+				claude = line
+			}
+		}
+	}
+	require.NotEmpty(t, install, "the README says how to install both programs")
+	require.NotEmpty(t, claude, "the README has the Claude Code command")
+
+	// Installed as written, into a GOPATH of the test's own (sharing the module cache).
+	gopath := t.TempDir()
+	env := []string{"GOPATH=" + gopath, "GOBIN=", "GOMODCACHE=" + goEnv(t, "GOMODCACHE"), "GOFLAGS=-mod=mod"}
+	runLineEnv(t, dir, install, env)
+	for _, bin := range []string{"elicitd", "elicit"} {
+		assert.FileExists(t, filepath.Join(gopath, "bin", bin), "%s installs %s", install, bin)
+	}
+	out, err := exec.Command("sh", "-n", "-c", claude).CombinedOutput()
+	require.NoError(t, err, "%s: %s", claude, out)
+	// The path the command gives Claude Code is the elicitd just installed.
+	server := strings.TrimSpace(claude[strings.Index(claude, " -- ")+4:])
+	server = strings.Fields(server)[0]
+	resolved, _ := runLineEnv(t, dir, "printf %s "+server, env)
+	assert.Equal(t, filepath.Join(gopath, "bin", "elicitd"), resolved)
+
+	snippets := jsonBlock.FindAllStringSubmatch(string(readme), -1)
+	require.GreaterOrEqual(t, len(snippets), 2)
+	keys := map[string]bool{}
+	for _, m := range snippets {
+		var v map[string]any
+		require.NoError(t, json.Unmarshal([]byte(m[1]), &v), "a JSON snippet in the README: %s", m[1])
+		for k := range v {
+			keys[k] = true
+		}
+	}
+	assert.True(t, keys["servers"], "VS Code's format")
+	assert.True(t, keys["mcpServers"], "Cursor's and Claude Desktop's format")
+
+	for _, m := range repoPath.FindAllStringSubmatch(string(readme), -1) {
+		assert.FileExists(t, filepath.Join(dir, m[1]), "the README names %s", m[1])
+	}
+	for _, name := range []string{"vscode-mcp.json", "mcp-servers.json"} {
+		data, err := os.ReadFile(filepath.Join(dir, "examples", "hosts", name))
+		require.NoError(t, err)
+		assert.Contains(t, string(readme), strings.TrimSpace(string(data)), "examples/hosts/%s is the README's snippet", name)
+	}
+}
+
+func goEnv(t *testing.T, name string) string {
+	out, err := exec.Command("go", "env", name).Output()
+	require.NoError(t, err)
+	return strings.TrimSpace(string(out))
+}
+
+// runLineEnv is runLine with extra environment variables.
+func runLineEnv(t *testing.T, dir, line string, env []string) (stdout, stderr string) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 5*failsafe)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "sh", "-c", line)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
+	var errOut strings.Builder
+	cmd.Stderr = &errOut
+	out, err := cmd.Output()
+	require.NoError(t, err, "%s\nstderr: %s", line, errOut.String())
+	return string(out), errOut.String()
 }
