@@ -1,8 +1,8 @@
 package main
 
 import (
-	"encoding/json"
 	"context"
+	"encoding/json"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -156,9 +156,9 @@ func followHostSetup(t *testing.T, dir string, blocks [][]string) {
 	out, err := exec.Command("sh", "-n", "-c", claude).CombinedOutput()
 	require.NoError(t, err, "%s: %s", claude, out)
 	// The path the command gives Claude Code is the elicitd just installed.
-	server := strings.TrimSpace(claude[strings.Index(claude, " -- ")+4:])
-	server = strings.Fields(server)[0]
-	resolved, _ := runLineEnv(t, dir, "printf %s "+server, env)
+	server := regexp.MustCompile(` -- ("[^"]+"|\S+)`).FindStringSubmatch(claude)
+	require.NotNil(t, server, "%s: the server command follows --", claude)
+	resolved, _ := runLineEnv(t, dir, "printf %s "+server[1], env)
 	assert.Equal(t, filepath.Join(gopath, "bin", "elicitd"), resolved)
 
 	snippets := jsonBlock.FindAllStringSubmatch(string(readme), -1)
