@@ -20,6 +20,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/charmbracelet/x/term"
+
 	"golang.org/x/time/rate"
 
 	"github.com/elicitd/elicitd/session"
@@ -55,6 +57,10 @@ func tuneGC(getenv func(string) string) int {
 	debug.SetGCPercent(gcPercent)
 	return gcPercent
 }
+
+// terminalNotice is the line elicitd writes when its stdin is a terminal.
+const terminalNotice = "elicitd: waiting for an MCP client on stdin (JSON-RPC, one message per line); " +
+	"an MCP host starts elicitd itself, see README.md (https://github.com/elicitd/elicitd). Ctrl-D ends."
 
 // maxFrameBytes is the largest JSON-RPC message elicitd reads on stdio: one line.
 const maxFrameBytes = 16 << 20
@@ -96,6 +102,10 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
 	defer signal.Stop(sigs)
 
+	if f, ok := stdin.(*os.File); ok && term.IsTerminal(f.Fd()) {
+		// Started by hand: say what it is waiting for, once, on stderr (stdout is the stream).
+		fmt.Fprintln(stderr, terminalNotice)
+	}
 	ended := make(chan error, 1)
 	stdio := &lineTransport{in: stdin, out: stdout, maxFrame: maxFrameBytes, log: logger}
 	go func() {
