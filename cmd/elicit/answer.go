@@ -157,6 +157,11 @@ func (s *script) answer(_ context.Context, q question) (*mcp.ElicitResult, error
 	sort.Strings(keys)
 	fmt.Fprintf(s.w, "  scripted answer %d: accept (%s)\n", s.next, strings.Join(keys, ", "))
 	content := maps.Clone(e.content)
+	for _, f := range q.form.Fields() {
+		if v, ok := content[f.Name].(string); ok && f.Type == validator.Boolean {
+			content[f.Name] = yesNo(v)
+		}
+	}
 	valid, _ := q.form.ValidatePartial(content)
 	for k := range content {
 		if v, ok := valid[k]; ok {
@@ -164,4 +169,16 @@ func (s *script) answer(_ context.Context, q question) (*mcp.ElicitResult, error
 		}
 	}
 	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
+}
+
+// yesNo reads a scripted boolean as a person would mean it: yes/no and y/n (any case) are
+// true and false; anything else is left for the server to judge.
+func yesNo(v string) any {
+	switch strings.ToLower(strings.TrimSpace(v)) {
+	case "yes", "y":
+		return true
+	case "no", "n":
+		return false
+	}
+	return v
 }

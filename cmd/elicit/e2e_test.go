@@ -174,3 +174,20 @@ func TestServerLinesAreHeldWhileAFormIsOpen(t *testing.T) {
 	release()
 	assert.Equal(t, "[server] one\n[server] two\n[server] three\n", out.String())
 }
+
+// A script may answer a boolean as a person types it: yes/no and y/n are true and false.
+func TestScriptedYesNoForBooleans(t *testing.T) {
+	args := `{"message": "Options?", "form": {"fields": [
+		{"name": "express", "type": "boolean", "label": "Express", "required": true},
+		{"name": "gift", "type": "boolean", "label": "Gift wrap"}]}}`
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			answers := writeFile(t, "answers.json", `[{"express": "Yes", "gift": "n"}]`)
+			r := runElicit(t, "--protocol", era, "--answers", answers, "call", "ask_user", "--args", args, "--", elicitdBin)
+			require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+			out := decodeOut(t, r.stdout)
+			assert.Equal(t, "completed", out["status"])
+			assert.Equal(t, map[string]any{"express": true, "gift": false}, out["data"])
+		})
+	}
+}
