@@ -67,6 +67,11 @@ func (j shipJob) noun() string {
 	return "shipment creation"
 }
 
+// header is the line above a shipping form that asks n fields.
+func (j shipJob) header(n int) string {
+	return fmt.Sprintf("Missing %d required field(s) for %s.", n, j.noun())
+}
+
 func (s *Server) addShipping() {
 	addTool(s.MCP, s.el, &mcp.Tool{Name: "create_shipment", Title: "Create a UPS shipment",
 		Description: "Create a UPS shipment from a complete or partial ShipmentRequest body. Missing required fields are asked from the person in one form; fields a form cannot carry are listed for you to add. With dry_run the completed body is returned instead of calling UPS."},
@@ -147,7 +152,7 @@ func (s *Server) ship(ctx context.Context, req *mcp.CallToolRequest, job shipJob
 	if len(res.Missing) == 0 {
 		return s.finishShipment(ctx, job, res.Body) // complete: nothing to ask
 	}
-	loop := &shipLoop{job: job, body: res.Body, base: fmt.Sprintf("Missing %d required field(s) for %s.", len(res.Missing), job.noun()), env: s.opts.UPS.AccountNumber}
+	loop := &shipLoop{job: job, body: res.Body, base: job.header(len(res.Missing)), env: s.opts.UPS.AccountNumber}
 	form, err := loop.form(res)
 	if err != nil {
 		return ask.Errorf(ask.CodeFailed, "form", "%s", err.Error()).Result()
@@ -231,7 +236,8 @@ func (l *shipLoop) next(data map[string]any) session.Next {
 			fmt.Fprintf(&msg, "- %s\n", r.Prompt)
 		}
 	}
-	msg.WriteString("\n" + l.base)
+	// The header counts what this round asks, not what the first did.
+	msg.WriteString("\n" + l.job.header(len(res.Missing)))
 	form, err := l.form(res)
 	if err != nil {
 		return session.Next{Data: map[string]any{"error": ask.Errorf(ask.CodeFailed, "form", "%s", err.Error())}}

@@ -102,7 +102,7 @@ func TestReadmeAsANewcomer(t *testing.T) {
 	t.Run("interactive", func(t *testing.T) {
 		s := startScreen(t, dir, "sh", "-c", main)
 		s.waitFor("Missing 3 required field(s) for shipment creation.")
-		answers := map[string]string{"Shipper city *": "Atlanta", "Recipient name *": "Bob Smith", "Package weight *": "5"}
+		answers := map[string]string{"Shipper city *": "Atlanta", "Recipient name *": "Bob Smith", "Package weight (LBS) *": "5"}
 		for n := len(answers); n > 0; n-- {
 			// Answer whichever field has the focus, as a person reading the screen would.
 			title := s.focusedTitle(answers)

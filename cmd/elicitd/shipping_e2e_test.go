@@ -101,8 +101,9 @@ func TestCreateShipmentTypoEarnsAReprompt(t *testing.T) {
 			out, isErr := h.call(t, timeout(t), "create_shipment", map[string]any{"request_body": jsonBody(t, partialDomestic), "dry_run": true})
 			require.False(t, isErr, "%v", out)
 			require.Len(t, rec.messages, 2)
-			assert.True(t, strings.HasPrefix(rec.messages[1], "Please correct the following:\n- Package weight: must be a positive, finite number"), rec.messages[1])
+			assert.True(t, strings.HasPrefix(rec.messages[1], "Please correct the following:\n- Package weight (LBS): must be a positive, finite number"), rec.messages[1])
 			assert.Equal(t, []string{"package_1_weight"}, rec.keys[1], "valid answers are kept; only the wrong one is asked again")
+			assert.True(t, strings.HasSuffix(rec.messages[1], "\n\nMissing 1 required field(s) for shipment creation."), "the header counts what this round asks: %s", rec.messages[1])
 		})
 	}
 }
@@ -212,6 +213,7 @@ func TestAnsweredCountryAsksAFollowUp(t *testing.T) {
 			require.Len(t, rec.messages, 2)
 			assert.True(t, strings.HasPrefix(rec.messages[1], "Still missing after elicitation:"), rec.messages[1])
 			assert.ElementsMatch(t, []string{"ship_to_state", "ship_to_postal_code", "invoice_currency_code", "invoice_monetary_value"}, rec.keys[1])
+			assert.True(t, strings.HasSuffix(rec.messages[1], "Missing 4 required field(s) for rate request."), "the header counts what this round asks: %s", rec.messages[1])
 			shipTo := out["request_body"].(map[string]any)["RateRequest"].(map[string]any)["Shipment"].(map[string]any)["ShipTo"].(map[string]any)
 			addr := shipTo["Address"].(map[string]any)
 			assert.Equal(t, "CA", addr["CountryCode"])

@@ -85,7 +85,11 @@ func Required(body map[string]any, k Kind, option string) ([]preflight.Rule, err
 		}
 		pp := fmt.Sprintf("%sPackage[%d].", p, i)
 		n := fmt.Sprint(i + 1)
-		weight := preflight.Rule{DotPath: pp + "PackageWeight.Weight", FlatKey: "package_" + n + "_weight", Prompt: prefix + "Package weight",
+		weightPrompt := prefix + "Package weight"
+		if u := strings.ToUpper(strings.TrimSpace(stringAt(body, pp+"PackageWeight.UnitOfMeasurement.Code"))); u != "" {
+			weightPrompt += " (" + u + ")" // the unit the body already has: the person types in it
+		}
+		weight := preflight.Rule{DotPath: pp + "PackageWeight.Weight", FlatKey: "package_" + n + "_weight", Prompt: weightPrompt,
 			Positive: true} // text on the wire and in the body, as UPS has it
 		unit := choice(pp+"PackageWeight.UnitOfMeasurement.Code", "package_"+n+"_weight_unit", prefix+"Weight unit", WeightUnits, "LBS")
 		unit.Case = validator.UpperCase

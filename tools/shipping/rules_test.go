@@ -187,6 +187,20 @@ func TestPackagesArePromptedByNumberWhenSeveral(t *testing.T) {
 	assert.NotContains(t, keysOf(missing), "package_1_weight")
 }
 
+// A weight is asked in the unit the body already gives ("Package weight (KGS)"); without
+// one, the unit is asked beside it.
+func TestWeightPromptSaysTheUnit(t *testing.T) {
+	prompt := func(body string) string {
+		res, err := shipping.Check(decode(t, body), shipping.Create, "", shipping.Env{})
+		require.NoError(t, err)
+		i := slices.IndexFunc(res.Missing, func(r preflight.Rule) bool { return r.FlatKey == "package_1_weight" })
+		require.GreaterOrEqual(t, i, 0)
+		return res.Missing[i].Prompt
+	}
+	assert.Equal(t, "Package weight (KGS)", prompt(`{"ShipmentRequest":{"Shipment":{"Package":{"PackageWeight":{"UnitOfMeasurement":{"Code":"kgs"}}}}}}`))
+	assert.Equal(t, "Package weight", prompt(`{"ShipmentRequest":{"Shipment":{"Package":{}}}}`))
+}
+
 func keysOf(rules []preflight.Rule) []string {
 	var out []string
 	for _, r := range rules {
