@@ -27,12 +27,11 @@ type requestState struct {
 
 // stateSigner signs and checks RequestState tokens with HMAC-SHA256.
 type stateSigner struct {
-	key  []byte
-	macs *sync.Pool // of hash.Hash keyed with key: every round signs and opens one token
+	macs *sync.Pool // of HMAC hashes keyed with the signing key: every round signs and opens one token
 }
 
 func newStateSigner(key []byte) stateSigner {
-	return stateSigner{key: key, macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
+	return stateSigner{macs: &sync.Pool{New: func() any { return hmac.New(sha256.New, key) }}}
 }
 
 var errBadState = errors.New("tools: request state is not one this server issued")

@@ -152,12 +152,12 @@ func (s *Server) ship(ctx context.Context, req *mcp.CallToolRequest, job shipJob
 	if len(res.Missing) == 0 {
 		return s.finishShipment(ctx, job, res.Body) // complete: nothing to ask
 	}
-	loop := &shipLoop{job: job, body: res.Body, base: job.header(len(res.Missing)), env: s.opts.UPS.AccountNumber}
+	loop := &shipLoop{job: job, body: res.Body, env: s.opts.UPS.AccountNumber}
 	form, err := loop.form(res)
 	if err != nil {
 		return ask.Errorf(ask.CodeFailed, "form", "%s", err.Error()).Result()
 	}
-	o, err := ask.Outcome(ctx, ask.Question{Title: "UPS " + job.noun(), Message: loop.base, Form: form.compiled, Wire: form,
+	o, err := ask.Outcome(ctx, ask.Question{Title: "UPS " + job.noun(), Message: job.header(len(res.Missing)), Form: form.compiled, Wire: form,
 		Then: loop.next, Missing: missingOf(res.Missing)})
 	if err != nil {
 		return errorResult(err)
@@ -180,7 +180,6 @@ func (s *Server) ship(ctx context.Context, req *mcp.CallToolRequest, job shipJob
 // body being completed and the rules the current form asks.
 type shipLoop struct {
 	job     shipJob
-	base    string
 	env     string
 	body    map[string]any
 	current []preflight.Rule

@@ -30,15 +30,7 @@ func freshClone(t *testing.T) string {
 // failing the test if it does not succeed.
 func runLine(t *testing.T, dir, line string) (stdout, stderr string) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 5*failsafe)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "sh", "-c", line)
-	cmd.Dir = dir
-	var errOut strings.Builder
-	cmd.Stderr = &errOut
-	out, err := cmd.Output()
-	require.NoError(t, err, "%s\nstderr: %s", line, errOut.String())
-	return string(out), errOut.String()
+	return runLineEnv(t, dir, line, nil)
 }
 
 var shellBlock = regexp.MustCompile("(?s)```sh\n(.*?)```")
@@ -191,7 +183,7 @@ func goEnv(t *testing.T, name string) string {
 	return strings.TrimSpace(string(out))
 }
 
-// runLineEnv is runLine with extra environment variables.
+// runLineEnv is runLine with env added to the environment.
 func runLineEnv(t *testing.T, dir, line string, env []string) (stdout, stderr string) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 5*failsafe)
