@@ -11,6 +11,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/ask"
@@ -24,6 +25,7 @@ type question struct {
 	message string
 	form    *validator.Compiled
 	hints   map[string]map[string]string // by field: "placeholder", "widget" (ask.HintsKey)
+	schema  any                          // the requested schema, as the SDK decoded it
 }
 
 // hintsOf reads a prompt's rendering hints from its _meta, ignoring what does not fit.
@@ -71,7 +73,7 @@ func (c *client) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		fmt.Fprintf(c.stderr, "%s asked with a form elicit cannot show (%v); cancelling it\n", c.server, err)
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}
-	return c.answerer.answer(ctx, question{server: c.server, n: c.asked, message: p.Message, form: form, hints: hintsOf(p.Meta)})
+	return c.answerer.answer(ctx, question{server: c.server, n: c.asked, message: p.Message, form: form, hints: hintsOf(p.Meta), schema: p.RequestedSchema})
 }
 
 // compile turns a requested schema, in the order the server sent it, into a form.
@@ -104,6 +106,7 @@ type script struct {
 	entries []scriptEntry
 	next    int
 	w       io.Writer
+	misfits int // answers not sent because they do not fit their form
 }
 
 // loadScript reads an --answers file: a JSON list whose entries are either the field
@@ -136,8 +139,10 @@ func loadScript(name string, w io.Writer) (*script, error) {
 }
 
 // answer sends the next scripted entry; when the script has run out, it cancels. Values are
-// normalised as a person's typing would be ("5" for a number is 5), but not checked, so a
-// script can exercise the server's own checks.
+// normalised as a person's typing would be ("5" for a number is 5). They are checked only as
+// far as the client's SDK checks them before sending (type, options, bounds of the wire
+// schema), so a script can exercise the server's own checks; an entry that fails there is
+// not sent, and elicit says why, cancels the question and exits 1.
 func (s *script) answer(_ context.Context, q question) (*mcp.ElicitResult, error) {
 	fmt.Fprintf(s.w, "%s asks (question %d): %s\n", q.server, q.n, q.message)
 	if s.next >= len(s.entries) {
@@ -168,7 +173,39 @@ func (s *script) answer(_ context.Context, q question) (*mcp.ElicitResult, error
 			content[k] = v
 		}
 	}
+	if err := fitsWire(q.schema, content); err != nil {
+		// The SDK would refuse to send it and fail the call in its own words (or, in the
+		// push era, leave the server with a transport error): say what is wrong instead.
+		why := err.Error()
+		if _, errs := q.form.Validate(content); len(errs) > 0 {
+			why = validator.JoinMessages(errs)
+		}
+		s.misfits++
+		fmt.Fprintf(s.w, "elicit: scripted answer %d does not fit the form, so it was not sent (%s); cancelling the question\n", s.next, why)
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
 	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
+}
+
+// fitsWire checks content against the requested schema as the client's SDK does before it
+// sends an answer.
+func fitsWire(schema any, content map[string]any) error {
+	if schema == nil {
+		return nil
+	}
+	raw, err := json.Marshal(schema)
+	if err != nil {
+		return err
+	}
+	var js jsonschema.Schema
+	if err := json.Unmarshal(raw, &js); err != nil {
+		return err
+	}
+	resolved, err := js.Resolve(nil)
+	if err != nil {
+		return err
+	}
+	return resolved.Validate(content)
 }
 
 // yesNo reads a scripted boolean as a person would mean it: yes/no and y/n (any case) are

@@ -45,6 +45,13 @@ func TestScriptedAnswersInBothEras(t *testing.T) {
 			assert.Equal(t, "cancelled", out["status"])
 			assert.Equal(t, "user_cancelled", out["reason"])
 		}},
+		// The client's SDK refuses to send content its schema rejects; elicit says so in its
+		// own words, names the field, and cancels the question instead.
+		{"not the form's type", `[{"weight": "heavy"}]`, 1, func(t *testing.T, out map[string]any, stderr string) {
+			assert.Equal(t, "cancelled", out["status"])
+			assert.Contains(t, stderr, "elicit: scripted answer 1 does not fit the form, so it was not sent (Package weight: must be a finite number)")
+			assert.NotContains(t, stderr, "does not match requested schema", "the SDK's words")
+		}},
 		{"script runs out", `[{"weight": -1}]`, 0, func(t *testing.T, out map[string]any, stderr string) {
 			assert.Equal(t, "cancelled", out["status"])
 			assert.Contains(t, stderr, "the --answers file has no entry 2; cancelling")

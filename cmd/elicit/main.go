@@ -362,7 +362,7 @@ func (c *client) call(ctx context.Context, cs *mcp.ClientSession, tail *stderrTa
 		return 1
 	}
 	printResult(c.stdout, res)
-	if res.IsError {
+	if s, ok := c.answerer.(*script); res.IsError || ok && s.misfits > 0 {
 		return 1
 	}
 	return 0
