@@ -247,3 +247,29 @@ func TestInteractiveCtrlCCancels(t *testing.T) {
 	assert.Equal(t, "cancelled", out["status"])
 	assert.Equal(t, "user_cancelled", out["reason"])
 }
+
+// A multi-select shows all its options at once, not one at a time.
+func TestInteractiveMultiSelectShowsEveryOption(t *testing.T) {
+	args := `{"message": "Pick toppings", "form": {"fields": [
+		{"name": "note", "type": "text", "label": "Note"},
+		{"name": "toppings", "type": "multi_select", "label": "Toppings", "required": true, "options": [
+			{"value": "a", "title": "Anchovies"}, {"value": "b", "title": "Basil"}, {"value": "c", "title": "Capers"},
+			{"value": "d", "title": "Dill"}, {"value": "e", "title": "Eggplant"}, {"value": "f", "title": "Fennel"}]}]}}`
+	s := startScreen(t, "", elicitBin, "call", "ask_user", "--args", args, "--", elicitdBin)
+	s.focused("Note")
+	s.typeKeys(keyEnter)
+	s.focused("Toppings *")
+	s.waitUntil("every option was on screen at once", func(shown string) bool {
+		for _, o := range []string{"Anchovies", "Basil", "Capers", "Dill", "Eggplant", "Fennel"} {
+			if !strings.Contains(shown, o) {
+				return false
+			}
+		}
+		return true
+	})
+	s.typeKeys(" " + keyDown + keyDown + " " + keyEnter) // Anchovies and Capers
+	s.waitFor("Sent.")
+	code, stdout := s.wait()
+	require.Equal(t, 0, code, s.text())
+	assert.Equal(t, map[string]any{"toppings": []any{"a", "c"}}, decodeOut(t, stdout)["data"])
+}

@@ -316,7 +316,12 @@ func widget(form *validator.Compiled, e *entry) huh.Field {
 		}
 		return huh.NewSelect[string]().Title(label(f)).Description(hint(f)).Options(opts...).Value(&e.text)
 	case validator.MultiSelect:
-		m := huh.NewMultiSelect[string]().Title(label(f)).Description(hint(f) + " · Space or x: pick").Options(options()...).Value(&e.multi).
+		desc := strings.TrimPrefix(hint(f)+" · Space or x: pick", " · ")
+		opts := options()
+		// Room for every option: huh counts the title and description against the height it
+		// derives from the options, which would hide the last ones behind a scroll.
+		m := huh.NewMultiSelect[string]().Title(label(f)).Description(desc).Options(opts...).Value(&e.multi).
+			Height(len(opts) + 2 + strings.Count(desc, "\n")).
 			Validate(func(picked []string) error {
 				v, _ := e.value()
 				return check(form, f, v, len(picked) == 0 && !f.Required)
