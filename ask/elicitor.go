@@ -714,14 +714,22 @@ type hinted interface {
 }
 
 func elicitParams(pr session.Prompt) *mcp.ElicitParams {
-	p := &mcp.ElicitParams{Mode: "form", Message: pr.Message, RequestedSchema: pr.Form.WireSchema()}
+	p := &mcp.ElicitParams{Mode: "form", Message: pr.Message, RequestedSchema: pr.Form.WireSchema(),
+		Meta: mcp.Meta{DeadlineKey: pr.Elicitation.Snapshot().Deadline.UTC().Format(time.RFC3339Nano)}}
 	if h, ok := pr.Form.(hinted); ok {
 		if hints := h.Hints(); hints != nil {
-			p.Meta = mcp.Meta{HintsKey: hints}
+			p.Meta[HintsKey] = hints
 		}
 	}
 	return p
 }
+
+// DeadlineKey is the _meta key of the time a prompt's question ends unless it is answered
+// (RFC 3339, UTC) as it stood when the prompt was sent: a pull-era client cannot hear that
+// a question ended, so it can close its form then and tell the person, rather than let them
+// fill in a form nobody waits for any more. (An agent may extend a question; a client that
+// closes at the deadline should allow a little slack.)
+const DeadlineKey = "io.elicitd/deadline"
 
 // formElicitation reports whether the client behind req can show forms. A pull-era request
 // carries the client's capabilities in its _meta, decoded from JSON into plain maps; they are

@@ -312,3 +312,22 @@ func TestAnAbandonedPullCallIsForgotten(t *testing.T) {
 		return probe() == "finished"
 	}, 10*time.Second, time.Millisecond)
 }
+
+// Every prompt carries its question's deadline in _meta, in both eras: a pull-era client
+// cannot hear a question end, so it closes its form then.
+func TestPromptsCarryTheDeadline(t *testing.T) {
+	for _, era := range elicittest.Eras {
+		t.Run(string(era), func(t *testing.T) {
+			clk := clock.NewMock()
+			clk.Set(time.Date(2026, 11, 23, 10, 0, 0, 0, time.UTC))
+			server, _, errs := newServer(t, clk)
+			u := elicittest.Connect(t, server, era, elicittest.Decline())
+			res := u.Call(context.Background(), "book", map[string]any{})
+			require.ErrorIs(t, <-errs, ask.ErrDeclined)
+			require.True(t, res.IsError)
+			prompts := u.Prompts()
+			require.Len(t, prompts, 1)
+			assert.Equal(t, "2026-11-23T10:01:00Z", prompts[0].Meta[ask.DeadlineKey], "now plus the Elicitor's minute")
+		})
+	}
+}

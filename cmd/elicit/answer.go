@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -10,6 +11,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -20,12 +22,13 @@ import (
 
 // question is one elicitation as the person sees it.
 type question struct {
-	server  string // who asks
-	n       int    // 1 for the first question of this run
-	message string
-	form    *validator.Compiled
-	hints   map[string]map[string]string // by field: "placeholder", "widget" (ask.HintsKey)
-	schema  any                          // the requested schema, as the SDK decoded it
+	server   string // who asks
+	n        int    // 1 for the first question of this run
+	message  string
+	form     *validator.Compiled
+	hints    map[string]map[string]string // by field: "placeholder", "widget" (ask.HintsKey)
+	schema   any                          // the requested schema, as the SDK decoded it
+	deadline time.Time                    // when the question ends unanswered; zero if not said
 }
 
 // hintsOf reads a prompt's rendering hints from its _meta, ignoring what does not fit.
@@ -73,7 +76,52 @@ func (c *client) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		fmt.Fprintf(c.stderr, "%s asked with a form elicit cannot show (%v); cancelling it\n", c.server, err)
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}
-	return c.answerer.answer(ctx, question{server: c.server, n: c.asked, message: p.Message, form: form, hints: hintsOf(p.Meta), schema: p.RequestedSchema})
+	q := question{server: c.server, n: c.asked, message: p.Message, form: form, hints: hintsOf(p.Meta), schema: p.RequestedSchema,
+		deadline: deadlineOf(p.Meta)}
+	// The question's own context: ended when the call is over (see client.call), and in the
+	// pull era at the deadline, which the client would otherwise never hear of.
+	call := ctx
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	if c.pull && !q.deadline.IsZero() {
+		var stop context.CancelFunc
+		ctx, stop = context.WithDeadlineCause(ctx, q.deadline, errExpired)
+		defer stop()
+	}
+	c.openMu.Lock()
+	c.cancelOpen = cancel
+	c.openMu.Unlock()
+	res, err := c.answerer.answer(ctx, q)
+	if c.pull && errors.Is(context.Cause(ctx), errExpired) {
+		// Answer only once the server's own deadline has surely passed: its reply to the
+		// retry is then the question's real outcome (timeout), not a cancel by the person.
+		wait := time.NewTimer(time.Until(q.deadline.Add(expirySlack)))
+		defer wait.Stop()
+		select {
+		case <-wait.C:
+		case <-call.Done():
+			return nil, call.Err()
+		}
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
+	return res, err
+}
+
+// errExpired is the cause of a question's context at its deadline.
+var errExpired = errors.New("the question expired")
+
+// expirySlack is how long after a question's deadline elicit answers for a form it closed
+// then: the server's clock and timer decide, a little later.
+const expirySlack = time.Second
+
+// deadlineOf reads the deadline elicitd puts on a prompt (ask.DeadlineKey); zero if none.
+func deadlineOf(meta mcp.Meta) time.Time {
+	s, _ := meta[ask.DeadlineKey].(string)
+	t, err := time.Parse(time.RFC3339Nano, s)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
 }
 
 // compile turns a requested schema, in the order the server sent it, into a form.

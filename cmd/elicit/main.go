@@ -237,6 +237,11 @@ type client struct {
 	serverLog io.Writer    // --server-log's file, or nil
 	lines     *serverLines // -v, or nil
 
+	pull bool // the session speaks the pull era (2026-07-28)
+
+	openMu     sync.Mutex
+	cancelOpen context.CancelFunc // ends the question being answered, if any
+
 	mu      sync.Mutex // held while a question is being answered
 	asked   int        // questions so far
 	schemas schemas    // requested schemas as sent, for their field order
@@ -301,6 +306,7 @@ func (c *client) run(ctx context.Context) int {
 	if info := cs.InitializeResult().ServerInfo; info != nil && info.Name != "" {
 		c.server = strings.TrimSpace(info.Name + " " + info.Version)
 	}
+	c.pull = cs.InitializeResult().ProtocolVersion >= "2026-07-28"
 	switch c.inv.command {
 	case "tools":
 		return c.listTools(ctx, cs)
@@ -353,6 +359,16 @@ func (c *client) listTools(ctx context.Context, cs *mcp.ClientSession) int {
 
 func (c *client) call(ctx context.Context, cs *mcp.ClientSession, tail *stderrTail) int {
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.inv.tool, Arguments: c.inv.args})
+	// The call is over: a form still open (the server's cancel of it may still be on its
+	// way) closes, and the terminal is restored, before anything is printed.
+	c.openMu.Lock()
+	if c.cancelOpen != nil {
+		c.cancelOpen()
+	}
+	c.openMu.Unlock()
+	c.mu.Lock()
+	//lint:ignore SA2001 taking the lock waits for the question's handler to finish
+	c.mu.Unlock()
 	switch {
 	case c.timedOut(ctx):
 		return 1

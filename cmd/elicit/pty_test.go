@@ -38,12 +38,21 @@ type screen struct {
 // directory ("" for this one).
 func startScreen(t *testing.T, dir, name string, args ...string) *screen {
 	t.Helper()
-	s := &screen{t: t, changed: make(chan struct{}, 1), closed: make(chan struct{}), vt: vt10x.New(vt10x.WithSize(100, 40))}
+	return startScreenSized(t, 40, 100, false, dir, name, args...)
+}
+
+// startScreenSized is startScreen in a rows x cols pseudo-terminal; with onTTY the program's
+// stdout is the terminal too, as when a person runs it.
+func startScreenSized(t *testing.T, rows, cols int, onTTY bool, dir, name string, args ...string) *screen {
+	t.Helper()
+	s := &screen{t: t, changed: make(chan struct{}, 1), closed: make(chan struct{}), vt: vt10x.New(vt10x.WithSize(cols, rows))}
 	s.cmd = exec.Command(name, args...)
 	s.cmd.Dir = dir
 	s.cmd.Env = append(os.Environ(), "TERM=xterm-256color")
-	s.cmd.Stdout = &s.stdout
-	tty, err := pty.StartWithSize(s.cmd, &pty.Winsize{Rows: 40, Cols: 100})
+	if !onTTY {
+		s.cmd.Stdout = &s.stdout
+	}
+	tty, err := pty.StartWithSize(s.cmd, &pty.Winsize{Rows: uint16(rows), Cols: uint16(cols)})
 	require.NoError(t, err)
 	s.tty = tty
 	go func() {
@@ -272,4 +281,39 @@ func TestInteractiveMultiSelectShowsEveryOption(t *testing.T) {
 	code, stdout := s.wait()
 	require.Equal(t, 0, code, s.text())
 	assert.Equal(t, map[string]any{"toppings": []any{"a", "c"}}, decodeOut(t, stdout)["data"])
+}
+
+// When the question ends while the person is still filling the form (here its deadline),
+// the form closes at once and says so in words meant for a person; the terminal is back to
+// normal before anything else is printed (no staircase in the result printed after it), in
+// both eras. In the pull era the client cannot hear the end: elicit closes the form at the
+// deadline elicitd put on the request.
+func TestInteractiveQuestionEndsWhileFilling(t *testing.T) {
+	args := `{"message": "Tell me about you", "timeout_seconds": 3, "form": {"title": "You", "fields": [
+		{"name": "name", "type": "text", "label": "Name", "required": true},
+		{"name": "age", "type": "integer", "label": "Age"}]}}`
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			s := startScreenSized(t, 40, 100, true, "", elicitBin, "--protocol", era, "call", "ask_user", "--args", args, "--", elicitdBin)
+			s.focused("Name *")
+			s.waitFor("s to answer (until ")
+			s.typeKeys("Ad")
+			s.waitFor("Time is up: the question expired before it was answered.")
+			code, _ := s.wait()
+			require.Equal(t, 0, code, s.text())
+			s.waitFor(`"status": "timeout"`)
+			assert.NotContains(t, s.text(), "INVALID_REQUEST_STATE", "an agent's words")
+			s.mu.Lock()
+			shown := s.vt.String()
+			s.mu.Unlock()
+			for _, line := range strings.Split(shown, "\n") {
+				if i := strings.Index(line, "Time is up"); i >= 0 {
+					assert.Equal(t, 0, i, "the line starts at the left edge\n%s", shown)
+				}
+				if i := strings.Index(line, `"status"`); i >= 0 {
+					assert.Equal(t, 2, i, "the result is indented as printed, not a staircase\n%s", shown)
+				}
+			}
+		})
+	}
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"charm.land/bubbles/v2/key"
 	tea "charm.land/bubbletea/v2"
@@ -98,7 +99,7 @@ func (t *terminal) answer(ctx context.Context, q question) (*mcp.ElicitResult, e
 		err := t.run(ctx, t.form(q, entries, problems, &esc))
 		switch {
 		case ctx.Err() != nil:
-			fmt.Fprintf(t.out, "The question was withdrawn (%v).\n", context.Cause(ctx))
+			fmt.Fprintln(t.out, ended(ctx, q.deadline))
 			return nil, ctx.Err()
 		case errors.Is(err, huh.ErrUserAborted) && esc:
 			action, err := t.declineOrCancel(ctx)
@@ -130,6 +131,23 @@ func (t *terminal) answer(ctx context.Context, q question) (*mcp.ElicitResult, e
 	}
 }
 
+// ended says, for a person, why a question ended while its form was open.
+func ended(ctx context.Context, deadline time.Time) string {
+	if errors.Is(context.Cause(ctx), errExpired) || !deadline.IsZero() && !time.Now().Before(deadline.Add(-expirySlack)) {
+		return "Time is up: the question expired before it was answered."
+	}
+	return "The question was withdrawn before it was answered: the agent cancelled it, or elicit or the server stopped."
+}
+
+// timeLeft says how long the person has to answer, or "" if the server did not say.
+func timeLeft(deadline time.Time) string {
+	if deadline.IsZero() {
+		return ""
+	}
+	left := max(time.Until(deadline).Round(time.Second), 0)
+	return fmt.Sprintf("You have %s to answer (until %s).", left, deadline.Local().Format(time.TimeOnly))
+}
+
 // keys are the form's keys: Ctrl-C and Esc both leave the form; which one was pressed
 // decides between cancelling and offering to decline.
 func keys() *huh.KeyMap {
@@ -140,6 +158,9 @@ func keys() *huh.KeyMap {
 
 func (t *terminal) form(q question, entries []*entry, problems []validator.FieldError, esc *bool) *huh.Form {
 	desc := q.message
+	if left := timeLeft(q.deadline); left != "" {
+		desc += "\n\n" + left
+	}
 	if len(problems) > 0 {
 		desc += "\n\nPlease fix: " + validator.JoinMessages(problems)
 	}
