@@ -317,3 +317,30 @@ func TestInteractiveQuestionEndsWhileFilling(t *testing.T) {
 		})
 	}
 }
+
+// On an 80x24 terminal, a form taller than the screen keeps the header and the question in
+// view while the person moves down to its last field.
+func TestInteractiveSmallTerminalKeepsTheQuestion(t *testing.T) {
+	var fields []string
+	for i := 1; i <= 9; i++ {
+		fields = append(fields, fmt.Sprintf(`{"name": "f%d", "type": "text", "label": "Field %d"}`, i, i))
+	}
+	args := `{"message": "Tell me everything", "form": {"title": "Survey", "fields": [` + strings.Join(fields, ",") + `]}}`
+	s := startScreenSized(t, 24, 80, false, "", elicitBin, "call", "ask_user", "--args", args, "--", elicitdBin)
+	s.focused("Field 1")
+	for i := 1; i < 9; i++ {
+		s.typeKeys(keyEnter)
+		s.focused(fmt.Sprintf("Field %d", i+1))
+	}
+	s.mu.Lock()
+	shown := s.vt.String()
+	s.mu.Unlock()
+	assert.Contains(t, shown, "elicitd 0.1.0-dev asks", "the header is in view")
+	assert.Contains(t, shown, "Tell me everything", "the question is in view")
+	assert.Contains(t, shown, "┃ Field 9", "the focused field is in view")
+	s.typeKeys("x" + keyEnter)
+	s.waitFor("Sent.")
+	code, stdout := s.wait()
+	require.Equal(t, 0, code, s.text())
+	assert.Equal(t, map[string]any{"f9": "x"}, decodeOut(t, stdout)["data"])
+}

@@ -168,13 +168,17 @@ func (t *terminal) form(q question, entries []*entry, problems []validator.Field
 	if q.form.Title() != "" {
 		title += ": " + q.form.Title()
 	}
-	fields := []huh.Field{huh.NewNote().Title(title).Description(desc + "\n\nEnter: next · Shift+Tab: back · Esc: decline or cancel · Ctrl-C: cancel")}
+	var fields []huh.Field
 	for _, e := range entries {
 		fields = append(fields, widget(q.form, e))
 	}
+	// Who asks and what is the group's header, outside the part that scrolls: on a small
+	// terminal the fields scroll under it and it stays in view.
+	group := huh.NewGroup(fields...).Title(title).
+		Description(desc + "\n\nEnter: next · Shift+Tab: back · Esc: decline or cancel · Ctrl-C: cancel\n")
 	// WithProgramOptions replaces the program options, so it comes before WithInput and
 	// WithOutput, which add theirs.
-	return huh.NewForm(huh.NewGroup(fields...)).
+	return huh.NewForm(group).
 		WithProgramOptions(tea.WithFilter(func(_ tea.Model, msg tea.Msg) tea.Msg {
 			if k, ok := msg.(tea.KeyPressMsg); ok && k.String() == "esc" {
 				*esc = true
