@@ -48,7 +48,8 @@ func startScreenSized(t *testing.T, rows, cols int, onTTY bool, dir, name string
 	s := &screen{t: t, changed: make(chan struct{}, 1), closed: make(chan struct{}), vt: vt10x.New(vt10x.WithSize(cols, rows))}
 	s.cmd = exec.Command(name, args...)
 	s.cmd.Dir = dir
-	s.cmd.Env = append(os.Environ(), "TERM=xterm-256color")
+	// The same colours wherever it runs: a 256-colour terminal, whatever the caller's has.
+	s.cmd.Env = append(os.Environ(), "TERM=xterm-256color", "COLORTERM=", "NO_COLOR=")
 	if !onTTY {
 		s.cmd.Stdout = &s.stdout
 	}

@@ -100,6 +100,9 @@ func TestReadmeAsANewcomer(t *testing.T) {
 			title := s.focusedTitle(answers)
 			s.typeKeys(answers[title])
 			s.waitFor("┃ > " + answers[title]) // what was typed is on screen
+			if n == 3 {
+				checkPicture(s, "../..", s.picture()) // the form as the README shows it
+			}
 			s.typeKeys(keyEnter)
 			delete(answers, title)
 		}
