@@ -2,8 +2,10 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"testing"
+	"time"
 
 	"charm.land/huh/v2"
 	"github.com/charmbracelet/x/ansi"
@@ -153,4 +155,20 @@ func TestHintsChooseTheWidget(t *testing.T) {
 	pin.field.Widget, pin.text = "password", "1234"
 	in := widget(form, pin).(*huh.Input)
 	assert.NotContains(t, ansi.Strip(in.View()), "1234", "a password is masked")
+}
+
+// When a question ends under an open form, the person is told why in their words: at its
+// deadline, time is up; before it, someone withdrew it.
+func TestEndedSaysWhyForAPerson(t *testing.T) {
+	expired, stop := context.WithCancelCause(t.Context())
+	stop(errExpired)
+	withdrawn, cancel := context.WithCancel(t.Context())
+	cancel()
+	soon := time.Now().Add(time.Hour)
+	assert.Equal(t, "Time is up: the question expired before it was answered.", ended(expired, soon), "elicit's own deadline")
+	assert.Equal(t, "Time is up: the question expired before it was answered.", ended(withdrawn, time.Now()), "the server's cancel at the deadline")
+	assert.Contains(t, ended(withdrawn, soon), "withdrawn before it was answered: the agent cancelled it")
+	assert.Contains(t, ended(withdrawn, time.Time{}), "withdrawn", "no deadline said")
+	assert.Empty(t, timeLeft(time.Time{}))
+	assert.Regexp(t, `^You have 1h0m0s to answer \(until \d\d:\d\d:\d\d\)\.$`, timeLeft(time.Now().Add(time.Hour+300*time.Millisecond)))
 }
