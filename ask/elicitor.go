@@ -342,8 +342,7 @@ type call struct {
 
 	// Pull era only.
 	id     string
-	args   json.RawMessage // the arguments of the call that started it
-	digest string          // argsDigest(args), bound by every requestState it issues
+	args   json.RawMessage // the arguments of the call that started it: a retry brings the same
 	cancel context.CancelCauseFunc
 	signal chan struct{} // a new event is queued; capacity 1
 
@@ -430,7 +429,7 @@ func (x *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func
 		return x.resume(ctx, req)
 	}
 	c := &call{x: x, req: req, owner: x.Owner(req), pull: true, id: x.idPrefix + strconv.FormatUint(x.callSeq.Add(1), 36),
-		args: slices.Clone(req.Params.Arguments), digest: argsDigest(req.Params.Arguments), signal: make(chan struct{}, 1)}
+		args: slices.Clone(req.Params.Arguments), signal: make(chan struct{}, 1)}
 	// The handler outlives this request: its context is not the request's, and ends when
 	// the call does (abandoned, cancelled, shut down).
 	hctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), callKey{}, c))
@@ -515,7 +514,7 @@ func (c *call) hand(pr session.Prompt) result {
 		c.arm(c.x.pullIdle, func() { c.kill(session.Abandoned) })
 	}
 	c.mu.Unlock()
-	token := c.x.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Args: c.digest, Round: n,
+	token := c.x.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Round: n,
 		Expires: c.x.clk.Now().Add(stateLifetime).Unix()})
 	return result{res: &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{inputKey(n): elicitParams(pr)},
@@ -655,7 +654,7 @@ func (x *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result 
 		return fail(stateError("finished", "that question has already ended%s; call the tool again without requestState", how))
 	}
 	c := v.(*call)
-	if st.Args != argsDigest(req.Params.Arguments) && !sameArgs(c.args, req.Params.Arguments) {
+	if !sameArgs(c.args, req.Params.Arguments) {
 		return fail(stateError("foreign", otherCall)) // not merely re-encoded: other arguments
 	}
 	c.mu.Lock()

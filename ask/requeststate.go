@@ -5,24 +5,78 @@ import (
 	"crypto/hmac"
 	"crypto/sha256"
 	"encoding/base64"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"hash"
 	"io"
+	"math"
 	"strings"
 	"sync"
 	"time"
 )
 
 // requestState is what a pull-era RequestState token binds: the elicitation, the client
-// session that owns it, the tool and its arguments, the round it answers, and an expiry.
+// session that owns it, the tool, the round it answers, and an expiry. The arguments are not
+// in it: the call it names holds those it was started with, and a retry must bring the same.
 type requestState struct {
-	ID      string `json:"id"`
-	Owner   string `json:"o"`
-	Tool    string `json:"t"`
-	Args    string `json:"a"` // argsDigest of the arguments of the call that started it
-	Round   int    `json:"r"`
-	Expires int64  `json:"e"` // unix seconds
+	ID      string
+	Owner   string
+	Tool    string
+	Round   int
+	Expires int64 // unix seconds
+}
+
+// stateVersion is the first byte of a token's payload: a later layout gets another.
+const stateVersion = 1
+
+// appendBinary appends st as its token payload: the version, the round and expiry as
+// varints, then each string with its length. A token travels in every pull-era round, both
+// ways, and is read by several JSON passes on each side: it is kept small.
+func (st requestState) appendBinary(b []byte) []byte {
+	b = append(b, stateVersion)
+	b = binary.AppendUvarint(b, uint64(st.Round))
+	b = binary.AppendVarint(b, st.Expires)
+	for _, s := range []string{st.ID, st.Owner, st.Tool} {
+		b = binary.AppendUvarint(b, uint64(len(s)))
+		b = append(b, s...)
+	}
+	return b
+}
+
+// decodeState reads a payload appendBinary wrote; false if it is not one, including a
+// non-canonical spelling of one (a varint with padding).
+func decodeState(b []byte) (requestState, bool) {
+	st, ok := parseState(b)
+	var buf [128]byte
+	return st, ok && bytes.Equal(st.appendBinary(buf[:0]), b)
+}
+
+func parseState(b []byte) (requestState, bool) {
+	var st requestState
+	if len(b) == 0 || b[0] != stateVersion {
+		return st, false
+	}
+	b = b[1:]
+	round, n := binary.Uvarint(b)
+	if n <= 0 || round > math.MaxInt32 {
+		return st, false
+	}
+	b = b[n:]
+	expires, n := binary.Varint(b)
+	if n <= 0 {
+		return st, false
+	}
+	b = b[n:]
+	st.Round, st.Expires = int(round), expires
+	for _, dst := range []*string{&st.ID, &st.Owner, &st.Tool} {
+		size, n := binary.Uvarint(b)
+		if n <= 0 || size > uint64(len(b)-n) {
+			return st, false
+		}
+		*dst, b = string(b[n:n+int(size)]), b[n+int(size):]
+	}
+	return st, len(b) == 0
 }
 
 // stateSigner signs and checks RequestState tokens with HMAC-SHA256.
@@ -42,8 +96,8 @@ var strictBase64 = base64.RawURLEncoding.Strict()
 
 // sign returns payload.mac, both base64url.
 func (s stateSigner) sign(st requestState) string {
-	payload, _ := json.Marshal(st) // plain data: cannot fail
-	p := base64.RawURLEncoding.EncodeToString(payload)
+	var buf [128]byte
+	p := base64.RawURLEncoding.EncodeToString(st.appendBinary(buf[:0]))
 	return p + "." + base64.RawURLEncoding.EncodeToString(s.mac(p))
 }
 
@@ -70,25 +124,18 @@ func (s stateSigner) open(token string) (requestState, error) {
 	if err != nil {
 		return requestState{}, errBadState
 	}
-	var st requestState
-	if err := json.Unmarshal(payload, &st); err != nil {
+	st, ok := decodeState(payload)
+	if !ok {
 		return requestState{}, errBadState
 	}
 	return st, nil
 }
 
-// argsDigest is what a RequestState binds of its tool call's arguments: a SHA-256 of the bytes
-// as sent. Clients resend the arguments they sent first, so comparing digests settles almost
-// every resumed call; sameArgs settles the rest.
-func argsDigest(args json.RawMessage) string {
-	sum := sha256.Sum256(args)
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
 // sameArgs reports whether two tool calls' arguments are the same JSON value, whatever their
 // key order and spacing; absent arguments equal null.
 func sameArgs(a, b json.RawMessage) bool {
-	return bytes.Equal(canonicalJSON(a), canonicalJSON(b))
+	// Clients resend the bytes they sent first, which settles almost every resumed call.
+	return bytes.Equal(a, b) || bytes.Equal(canonicalJSON(a), canonicalJSON(b))
 }
 
 // canonicalJSON re-encodes a JSON value with object keys sorted; absent or unreadable is null.
