@@ -290,7 +290,7 @@ func TestInteractiveMultiSelectShowsEveryOption(t *testing.T) {
 // both eras. In the pull era the client cannot hear the end: elicit closes the form at the
 // deadline elicitd put on the request.
 func TestInteractiveQuestionEndsWhileFilling(t *testing.T) {
-	args := `{"message": "Tell me about you", "timeout_seconds": 3, "form": {"title": "You", "fields": [
+	args := `{"message": "Tell me about you", "timeout_seconds": 6, "form": {"title": "You", "fields": [
 		{"name": "name", "type": "text", "label": "Name", "required": true},
 		{"name": "age", "type": "integer", "label": "Age"}]}}`
 	for _, era := range eras {
