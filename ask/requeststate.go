@@ -47,37 +47,36 @@ func (st requestState) appendBinary(b []byte) []byte {
 // decodeState reads a payload appendBinary wrote; false if it is not one, including a
 // non-canonical spelling of one (a varint with padding).
 func decodeState(b []byte) (requestState, bool) {
-	st, ok := parseState(b)
-	var buf [128]byte
-	return st, ok && bytes.Equal(st.appendBinary(buf[:0]), b)
-}
-
-func parseState(b []byte) (requestState, bool) {
 	var st requestState
 	if len(b) == 0 || b[0] != stateVersion {
 		return st, false
 	}
 	b = b[1:]
 	round, n := binary.Uvarint(b)
-	if n <= 0 || round > math.MaxInt32 {
+	if !wholeVarint(b, n) || round > math.MaxInt32 {
 		return st, false
 	}
 	b = b[n:]
 	expires, n := binary.Varint(b)
-	if n <= 0 {
+	if !wholeVarint(b, n) {
 		return st, false
 	}
 	b = b[n:]
 	st.Round, st.Expires = int(round), expires
 	for _, dst := range []*string{&st.ID, &st.Owner, &st.Tool} {
 		size, n := binary.Uvarint(b)
-		if n <= 0 || size > uint64(len(b)-n) {
+		if !wholeVarint(b, n) || size > uint64(len(b)-n) {
 			return st, false
 		}
 		*dst, b = string(b[n:n+int(size)]), b[n+int(size):]
 	}
 	return st, len(b) == 0
 }
+
+// wholeVarint reports whether the n bytes binary.Uvarint or Varint read from b are a
+// varint as appendBinary writes it: read at all, and not padded (a last byte of 0 after
+// others spells a shorter varint's value).
+func wholeVarint(b []byte, n int) bool { return n > 0 && (n == 1 || b[n-1] != 0) }
 
 // stateSigner signs and checks RequestState tokens with HMAC-SHA256.
 type stateSigner struct {

@@ -27,7 +27,7 @@ type question struct {
 	message  string
 	form     *validator.Compiled
 	hints    map[string]map[string]string // by field: "placeholder", "widget" (ask.HintsKey)
-	schema   any                          // the requested schema, as the SDK decoded it
+	schema   json.RawMessage              // the requested schema, as the server sent it
 	deadline time.Time                    // when the question ends unanswered; zero if not said
 }
 
@@ -71,12 +71,12 @@ func (c *client) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 		fmt.Fprintf(c.stderr, "%s asked for a %s-mode elicitation, which elicit does not support; cancelling it\n", c.server, p.Mode)
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}
-	form, err := c.compile(p.RequestedSchema)
+	raw, form, err := c.compile(p.RequestedSchema)
 	if err != nil {
 		fmt.Fprintf(c.stderr, "%s asked with a form elicit cannot show (%v); cancelling it\n", c.server, err)
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}
-	q := question{server: c.server, n: c.asked, message: p.Message, form: form, hints: hintsOf(p.Meta), schema: p.RequestedSchema,
+	q := question{server: c.server, n: c.asked, message: p.Message, form: form, hints: hintsOf(p.Meta), schema: raw,
 		deadline: deadlineOf(p.Meta)}
 	// The question's own context: ended when the call is over (see client.call), and in the
 	// pull era at the deadline, which the client would otherwise never hear of.
@@ -124,13 +124,15 @@ func deadlineOf(meta mcp.Meta) time.Time {
 	return t
 }
 
-// compile turns a requested schema, in the order the server sent it, into a form.
-func (c *client) compile(schema any) (*validator.Compiled, error) {
+// compile turns a requested schema, in the order the server sent it, into a form; it returns
+// the schema as sent too.
+func (c *client) compile(schema any) (json.RawMessage, *validator.Compiled, error) {
 	raw, err := c.schemas.original(schema)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	return validator.CompileMCPSchema(raw)
+	form, err := validator.CompileMCPSchema(raw)
+	return raw, form, err
 }
 
 // noAnswers cancels every question, saying why: with no terminal and no script, waiting
@@ -237,16 +239,12 @@ func (s *script) answer(_ context.Context, q question) (*mcp.ElicitResult, error
 
 // fitsWire checks content against the requested schema as the client's SDK does before it
 // sends an answer.
-func fitsWire(schema any, content map[string]any) error {
+func fitsWire(schema json.RawMessage, content map[string]any) error {
 	if schema == nil {
 		return nil
 	}
-	raw, err := json.Marshal(schema)
-	if err != nil {
-		return err
-	}
 	var js jsonschema.Schema
-	if err := json.Unmarshal(raw, &js); err != nil {
+	if err := json.Unmarshal(schema, &js); err != nil {
 		return err
 	}
 	resolved, err := js.Resolve(nil)

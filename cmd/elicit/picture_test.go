@@ -7,6 +7,7 @@ import (
 	"os"
 	"regexp"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/hinshun/vt10x"
 )
@@ -40,7 +41,7 @@ func (s *screen) picture() []byte {
 	used, width := 0, 0
 	for y := range rows {
 		grid[y] = make([]vt10x.Glyph, cols)
-		var text []rune
+		var text strings.Builder
 		for x := range cols {
 			g := s.vt.Cell(x, y)
 			if g.Mode&vtReverse != 0 {
@@ -50,16 +51,14 @@ func (s *screen) picture() []byte {
 				g.Char = ' '
 			}
 			grid[y][x] = g
-			text = append(text, g.Char)
+			text.WriteRune(g.Char)
 		}
-		if loc := shownTime.FindStringIndex(string(text)); loc != nil {
-			start := len([]rune(string(text)[:loc[0]]))
-			n := len([]rune(string(text)[loc[0]:loc[1]]))
-			for i := range max(n, len(fixedTime)) {
-				c := ' '
-				if i < len(fixedTime) {
-					c = rune(fixedTime[i])
-				}
+		row := text.String()
+		if loc := shownTime.FindStringIndex(row); loc != nil {
+			// In cells: the match and the rest of its length are overwritten, padded with spaces.
+			start, n := utf8.RuneCountInString(row[:loc[0]]), utf8.RuneCountInString(row[loc[0]:loc[1]])
+			fixed := fixedTime + strings.Repeat(" ", max(n-len(fixedTime), 0))
+			for i, c := range []rune(fixed) {
 				grid[y][start+i].Char = c
 			}
 		}
