@@ -12,7 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -71,16 +71,16 @@ func TestFormElicitationReadsPullEraCapabilitiesAsTheSDKDoes(t *testing.T) {
 func TestOutcomeErrorCodes(t *testing.T) {
 	errs := []validator.FieldError{{Field: "w", Message: "W: bad"}}
 	cases := []struct {
-		o    session.Outcome
+		o    elicitation.Outcome
 		code string
 	}{
-		{session.Outcome{State: session.TimedOut}, CodeTimeout},
-		{session.Outcome{State: session.Cancelled, Reason: session.Declined}, CodeDeclined},
-		{session.Outcome{State: session.Cancelled, Reason: session.MaxAttempts, Attempts: 3, Errors: errs}, CodeMaxRetries},
-		{session.Outcome{State: session.Cancelled, Reason: session.TransportError, Err: errors.New("pipe")}, CodeFailed},
-		{session.Outcome{State: session.Cancelled, Reason: session.ClientGone}, CodeCancelled},
-		{session.Outcome{State: session.Cancelled, Reason: session.UserCancelled}, CodeCancelled},
-		{session.Outcome{State: session.Cancelled, Reason: session.InvalidResponse, Err: errors.New(`action "ok"`)}, CodeInvalidResponse},
+		{elicitation.Outcome{State: elicitation.TimedOut}, CodeTimeout},
+		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.Declined}, CodeDeclined},
+		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.MaxAttempts, Attempts: 3, Errors: errs}, CodeMaxRetries},
+		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.TransportError, Err: errors.New("pipe")}, CodeFailed},
+		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.ClientGone}, CodeCancelled},
+		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.UserCancelled}, CodeCancelled},
+		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.InvalidResponse, Err: errors.New(`action "ok"`)}, CodeInvalidResponse},
 	}
 	for _, c := range cases {
 		e := OutcomeError(c.o)
@@ -109,17 +109,17 @@ func TestClamp(t *testing.T) {
 
 func TestToAnswer(t *testing.T) {
 	a := toAnswer(2, &mcp.ElicitResult{Action: "accept", Content: map[string]any{"qty": " 5 "}}, nil)
-	assert.Equal(t, session.Accept, a.Action)
+	assert.Equal(t, elicitation.Accept, a.Action)
 	assert.Equal(t, map[string]any{"qty": " 5 "}, a.Content, "the answer as the client sent it, for the form to check")
 	assert.Empty(t, a.Rejections)
 	assert.Equal(t, 2, a.Round)
-	assert.Equal(t, session.Failed, toAnswer(1, nil, errors.New("broken pipe")).Action)
-	assert.Equal(t, session.Decline, toAnswer(1, &mcp.ElicitResult{Action: "decline"}, nil).Action)
-	assert.Equal(t, session.Cancel, toAnswer(1, &mcp.ElicitResult{Action: "cancel"}, nil).Action)
+	assert.Equal(t, elicitation.Failed, toAnswer(1, nil, errors.New("broken pipe")).Action)
+	assert.Equal(t, elicitation.Decline, toAnswer(1, &mcp.ElicitResult{Action: "decline"}, nil).Action)
+	assert.Equal(t, elicitation.Cancel, toAnswer(1, &mcp.ElicitResult{Action: "cancel"}, nil).Action)
 	acc := toAnswer(1, &mcp.ElicitResult{Action: "accept"}, nil)
 	assert.Equal(t, map[string]any{}, acc.Content, "accept without content is an empty answer")
 	shrug := toAnswer(1, &mcp.ElicitResult{Action: "shrug"}, nil)
-	assert.Equal(t, session.Unusable, shrug.Action, "an unknown action is the client's fault, not the transport's")
+	assert.Equal(t, elicitation.Unusable, shrug.Action, "an unknown action is the client's fault, not the transport's")
 	assert.ErrorContains(t, shrug.Err, `"shrug"`)
 }
 

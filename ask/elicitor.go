@@ -21,8 +21,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"golang.org/x/time/rate"
 
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/registry"
-	"github.com/elicitd/elicitd/session"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -89,10 +89,10 @@ func New(server *mcp.Server, o Options) *Elicitor {
 		o.Clock = clock.New()
 	}
 	if o.Timeout == 0 {
-		o.Timeout = session.DefaultTimeout
+		o.Timeout = elicitation.DefaultTimeout
 	}
 	if o.MaxAttempts == 0 {
-		o.MaxAttempts = session.DefaultMaxAttempts
+		o.MaxAttempts = elicitation.DefaultMaxAttempts
 	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
@@ -116,10 +116,10 @@ func New(server *mcp.Server, o Options) *Elicitor {
 // Registry returns the registry of the Elicitor's live questions.
 func (x *Elicitor) Registry() *registry.Registry { return x.reg }
 
-// Close refuses new questions, ends every open one with reason (session.Shutdown, say), so
+// Close refuses new questions, ends every open one with reason (elicitation.Shutdown, say), so
 // the calls waiting on them return their results, and waits until those calls and every
 // pull-era handler have returned, or ctx ends.
-func (x *Elicitor) Close(ctx context.Context, reason session.Reason) error {
+func (x *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error {
 	if err := x.reg.Close(ctx, reason); err != nil {
 		return err
 	}
@@ -187,9 +187,9 @@ func (x *Elicitor) Owner(req *mcp.CallToolRequest) string {
 const answerWindow = 1024
 
 // ended is the registry's OnEnd hook: one log line per question, and answer times.
-func (x *Elicitor) ended(_ string, o session.Outcome) {
+func (x *Elicitor) ended(_ string, o elicitation.Outcome) {
 	d := o.Ended.Sub(o.Created)
-	if o.State == session.Completed {
+	if o.State == elicitation.Completed {
 		x.mu.Lock()
 		if len(x.answers) < answerWindow {
 			x.answers = append(x.answers, d)
@@ -242,11 +242,11 @@ type Question struct {
 	Form    *validator.Compiled // the fields; see validator.Compile and NewForm
 	// Then, when set, decides what follows each valid answer: finish, or a follow-up round
 	// (which counts as an attempt). It runs on the question's own goroutine.
-	Then session.Continuation
+	Then elicitation.Continuation
 	// Wire, when set, is sent and checked in place of Form (a fixture's exact schema, or a
 	// form that lets every answer through to Then). By default Form is asked keeping the
 	// valid answers: a re-prompt asks only for the fields at fault.
-	Wire        session.Form
+	Wire        elicitation.Form
 	Timeout     time.Duration // 0: the Elicitor's; clamped to [1s, the Elicitor's]
 	MaxAttempts int           // 0: the Elicitor's; clamped to [1, the Elicitor's]
 	// Missing is what the error for a client without form elicitation lists; Form's
@@ -264,7 +264,7 @@ func Ask(ctx context.Context, q Question) (map[string]any, error) {
 	if err != nil {
 		return nil, err
 	}
-	if o.State != session.Completed {
+	if o.State != elicitation.Completed {
 		return nil, OutcomeError(o)
 	}
 	return o.Data, nil
@@ -273,18 +273,18 @@ func Ask(ctx context.Context, q Question) (map[string]any, error) {
 // Outcome is Ask returning the engine's outcome, whatever it was: for tools that report a
 // decline as a result rather than an error, or that need the data of an unfinished
 // question. The error is an *Error, only for a question that could not be asked.
-func Outcome(ctx context.Context, q Question) (session.Outcome, error) {
+func Outcome(ctx context.Context, q Question) (elicitation.Outcome, error) {
 	c, _ := ctx.Value(callKey{}).(*call)
 	if c == nil {
-		return session.Outcome{}, Errorf(CodeFailed, "not_in_a_call",
+		return elicitation.Outcome{}, Errorf(CodeFailed, "not_in_a_call",
 			"ask: the context is not that of a tool handler registered with ask.AddTool or Elicitor.Handler")
 	}
 	return c.x.ask(ctx, c, q)
 }
 
-func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (session.Outcome, error) {
+func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.Outcome, error) {
 	if q.Form == nil && q.Wire == nil {
-		return session.Outcome{}, Errorf(CodeInvalidForm, "invalid_spec", "ask: Question.Form is required")
+		return elicitation.Outcome{}, Errorf(CodeInvalidForm, "invalid_spec", "ask: Question.Form is required")
 	}
 	if !formElicitation(c.req) {
 		e := Errorf(CodeUnsupported, "no_form_elicitation",
@@ -293,9 +293,9 @@ func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (session.Outcom
 		if e.Missing == nil {
 			e.Missing = formMissing(q.Form)
 		}
-		return session.Outcome{}, e
+		return elicitation.Outcome{}, e
 	}
-	spec := session.Spec{Title: q.Title, Tool: c.req.Params.Name, Message: q.Message, Continue: q.Then,
+	spec := elicitation.Spec{Title: q.Title, Tool: c.req.Params.Name, Message: q.Message, Continue: q.Then,
 		Timeout: clamp(q.Timeout, time.Second, x.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, x.maxAttempts)}
 	if q.Wire != nil {
 		spec.Form = q.Wire
@@ -317,7 +317,7 @@ func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (session.Outcom
 	}
 	e, err := x.reg.Start(c.owner, spec)
 	if err != nil {
-		return session.Outcome{}, startError(err)
+		return elicitation.Outcome{}, startError(err)
 	}
 	o := x.wait(ctx, c, e)
 	if c.pull {
@@ -350,7 +350,7 @@ type call struct {
 	queue   []event // prompts and the handler's result, in order
 	handed  int     // input requests handed out
 	claimed int     // the latest handed round whose requestState was used
-	asking  session.Prompt
+	asking  elicitation.Prompt
 	idle    *clock.Timer // ends the call if the client does not come back in time
 	killed  bool
 	how     string // how its last question ended
@@ -358,7 +358,7 @@ type call struct {
 
 // event is a prompt to hand out, or the handler's result.
 type event struct {
-	prompt session.Prompt
+	prompt elicitation.Prompt
 	end    *result
 }
 
@@ -370,12 +370,12 @@ type result struct {
 }
 
 // endReason is the cause a pull-era handler's context is cancelled with.
-type endReason struct{ r session.Reason }
+type endReason struct{ r elicitation.Reason }
 
 func (e endReason) Error() string { return "ask: the call ended: " + e.r.String() }
 
 // reasonOf says why ctx ended, as a reason to end a question with.
-func reasonOf(ctx context.Context) session.Reason {
+func reasonOf(ctx context.Context) elicitation.Reason {
 	var er endReason
 	cause := context.Cause(ctx)
 	switch {
@@ -383,10 +383,10 @@ func reasonOf(ctx context.Context) session.Reason {
 		return er.r
 	case cause == nil || cause == context.Canceled:
 		// Cancelled without a cause: the client cancelled the request.
-		return session.ToolCallCancelled
+		return elicitation.ToolCallCancelled
 	}
 	// The connection failed under the request: its read ended (io.EOF) or its writes did.
-	return session.ClientGone
+	return elicitation.ClientGone
 }
 
 // AddTool is mcp.AddTool for a handler that asks: the handler may call Ask and the typed
@@ -446,7 +446,7 @@ func (x *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func
 }
 
 // Prompt queues a prompt for the call waiting, or the next retry.
-func (c *call) Prompt(pr session.Prompt) { c.push(event{prompt: pr}) }
+func (c *call) Prompt(pr elicitation.Prompt) { c.push(event{prompt: pr}) }
 
 func (c *call) push(ev event) {
 	c.mu.Lock()
@@ -502,16 +502,16 @@ func (c *call) next(ctx context.Context) result {
 
 // stateLifetime bounds how long a pull-era requestState is honoured: the longest a
 // question may live.
-const stateLifetime = session.DefaultMaxLifetime
+const stateLifetime = elicitation.DefaultMaxLifetime
 
 // hand returns pr as the input requests of a new round.
-func (c *call) hand(pr session.Prompt) result {
+func (c *call) hand(pr elicitation.Prompt) result {
 	c.mu.Lock()
 	c.handed++
 	n := c.handed
 	c.asking = pr
 	if c.x.pullIdle > 0 {
-		c.arm(c.x.pullIdle, func() { c.kill(session.Abandoned) })
+		c.arm(c.x.pullIdle, func() { c.kill(elicitation.Abandoned) })
 	}
 	c.mu.Unlock()
 	token := c.x.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Round: n,
@@ -553,7 +553,7 @@ func (c *call) claim(round int) bool {
 
 // kill ends the call: the handler's context is cancelled with reason, which ends the
 // question it is asking.
-func (c *call) kill(r session.Reason) {
+func (c *call) kill(r elicitation.Reason) {
 	if !c.pull {
 		return
 	}
@@ -563,9 +563,9 @@ func (c *call) kill(r session.Reason) {
 	c.cancel(endReason{r})
 }
 
-func (c *call) setHow(o session.Outcome) {
+func (c *call) setHow(o elicitation.Outcome) {
 	how := o.State.String()
-	if o.Reason != session.None {
+	if o.Reason != elicitation.None {
 		how += ", " + o.Reason.String()
 	}
 	c.mu.Lock()
@@ -589,7 +589,7 @@ func (x *Elicitor) forget(c *call) {
 
 // wait waits for e's outcome. If ctx ends first, e is cancelled for the reason ctx gives. In
 // the push era it sends keepalive progress if the call carried a progress token.
-func (x *Elicitor) wait(ctx context.Context, c *call, e *session.Elicitation) session.Outcome {
+func (x *Elicitor) wait(ctx context.Context, c *call, e *elicitation.Elicitation) elicitation.Outcome {
 	var tick <-chan time.Time
 	token := c.req.Params.GetProgressToken()
 	if !c.pull && token != nil && x.keepalive > 0 {
@@ -670,14 +670,14 @@ func (x *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result 
 	if !c.claim(st.Round) {
 		return fail(stateError("used", "this requestState has already been used; a requestState is good for one call"))
 	}
-	var a session.Answer
+	var a elicitation.Answer
 	if res, ok := resp.(*mcp.ElicitResult); ok {
 		a = toAnswer(pr.Round, res, nil)
 	} else {
-		a = session.Answer{Round: pr.Round, Action: session.Unusable,
+		a = elicitation.Answer{Round: pr.Round, Action: elicitation.Unusable,
 			Err: fmt.Errorf("inputResponses[%q] is a %T, not an elicitation result", inputKey(st.Round), resp)}
 	}
-	if err := pr.Elicitation.Answer(a); errors.Is(err, session.ErrStaleRound) {
+	if err := pr.Elicitation.Answer(a); errors.Is(err, elicitation.ErrStaleRound) {
 		return fail(stateError("stale_round", "that question round is no longer current"))
 	}
 	// Answered, or the question ended at that instant (its deadline): the handler says
@@ -688,18 +688,18 @@ func (x *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result 
 // rounds asks a form with conditional fields: after each valid answer, the fields whose
 // condition now holds are asked in a follow-up round that keeps every answer so far; once
 // none is left, then (if set) decides what follows.
-func rounds(form *validator.Compiled, message string, then session.Continuation) session.Continuation {
+func rounds(form *validator.Compiled, message string, then elicitation.Continuation) elicitation.Continuation {
 	cur := form // owned by the question's goroutine, which runs every call
-	return func(data map[string]any) session.Next {
+	return func(data map[string]any) elicitation.Next {
 		if next := cur.Next(data); next != nil {
 			cur = next
 			// A new round of the same question, not a second try.
-			return session.Next{Data: data, FollowUp: &session.Step{Message: message, Form: keepForm{next}}, Free: true}
+			return elicitation.Next{Data: data, FollowUp: &elicitation.Step{Message: message, Form: keepForm{next}}, Free: true}
 		}
 		if then != nil {
 			return then(data)
 		}
-		return session.Next{Data: data}
+		return elicitation.Next{Data: data}
 	}
 }
 
@@ -712,7 +712,7 @@ type hinted interface {
 	Hints() map[string]map[string]string
 }
 
-func elicitParams(pr session.Prompt) *mcp.ElicitParams {
+func elicitParams(pr elicitation.Prompt) *mcp.ElicitParams {
 	p := &mcp.ElicitParams{Mode: "form", Message: pr.Message, RequestedSchema: pr.Form.WireSchema(),
 		Meta: mcp.Meta{DeadlineKey: pr.Elicitation.Snapshot().Deadline.UTC().Format(time.RFC3339Nano)}}
 	if h, ok := pr.Form.(hinted); ok {
@@ -788,7 +788,7 @@ func formMissing(f *validator.Compiled) []Missing {
 
 func startError(err error) *Error {
 	var rl *registry.RateLimitError
-	var se *session.SpecError
+	var se *elicitation.SpecError
 	switch {
 	case errors.As(err, &rl):
 		e := Errorf(CodeRateLimited, "rate_limited", "too many questions were started from this session; retry after %s", rl.RetryAfter)
@@ -797,7 +797,7 @@ func startError(err error) *Error {
 	case errors.Is(err, registry.ErrTooManyLive):
 		return Errorf(CodeTooMany, "too_many_live", "the server is waiting on too many answers already; retry later")
 	case errors.Is(err, registry.ErrClosed):
-		return Errorf(CodeCancelled, session.Shutdown.String(), "the server is shutting down")
+		return Errorf(CodeCancelled, elicitation.Shutdown.String(), "the server is shutting down")
 	case errors.As(err, &se):
 		return Errorf(CodeInvalidForm, "invalid_spec", "%s", se.Error())
 	}
@@ -816,7 +816,7 @@ type pushPrompter struct {
 	ctx context.Context
 }
 
-func (p pushPrompter) Prompt(pr session.Prompt) {
+func (p pushPrompter) Prompt(pr elicitation.Prompt) {
 	go func() {
 		ctx := context.WithValue(p.ctx, wireSchemaKey{}, pr.Form.WireSchema())
 		params := elicitParams(pr)
@@ -827,7 +827,7 @@ func (p pushPrompter) Prompt(pr session.Prompt) {
 		case clientGone(err):
 			// The client went away with the question open. The tool call's wait sees its
 			// context end for the same reason; whichever is first, the reason is the same.
-			_ = pr.Elicitation.Cancel(session.ClientGone)
+			_ = pr.Elicitation.Cancel(elicitation.ClientGone)
 		default:
 			_ = pr.Elicitation.Answer(toAnswer(pr.Round, res, err))
 		}
@@ -866,29 +866,29 @@ func attachWireSchema(next mcp.MethodHandler) mcp.MethodHandler {
 	}
 }
 
-func toAnswer(round int, res *mcp.ElicitResult, err error) session.Answer {
-	a := session.Answer{Round: round}
+func toAnswer(round int, res *mcp.ElicitResult, err error) elicitation.Answer {
+	a := elicitation.Answer{Round: round}
 	var we *jsonrpc.Error
 	switch {
 	case errors.As(err, &we) && we.Message == FrameTooLarge:
-		a.Action = session.Accept
+		a.Action = elicitation.Accept
 		a.Rejections = []validator.FieldError{{Label: "Answer", Constraint: "size",
 			Message: "Answer: is too large to receive (the limit is the transport's frame size)"}}
 	case err != nil:
-		a.Action, a.Err = session.Failed, err
+		a.Action, a.Err = elicitation.Failed, err
 	case res == nil:
-		a.Action, a.Err = session.Failed, errors.New("empty elicitation result")
+		a.Action, a.Err = elicitation.Failed, errors.New("empty elicitation result")
 	case res.Action == "accept":
-		a.Action, a.Content = session.Accept, res.Content
+		a.Action, a.Content = elicitation.Accept, res.Content
 		if a.Content == nil {
 			a.Content = map[string]any{}
 		}
 	case res.Action == "decline":
-		a.Action = session.Decline
+		a.Action = elicitation.Decline
 	case res.Action == "cancel":
-		a.Action = session.Cancel
+		a.Action = elicitation.Cancel
 	default:
-		a.Action, a.Err = session.Unusable, fmt.Errorf("the client answered with action %q; expected accept, decline or cancel", res.Action)
+		a.Action, a.Err = elicitation.Unusable, fmt.Errorf("the client answered with action %q; expected accept, decline or cancel", res.Action)
 	}
 	return a
 }

@@ -6,7 +6,7 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -92,21 +92,21 @@ func JSONResult(v any, isError bool) *mcp.CallToolResult {
 
 // OutcomeError is the tool error for an elicitation that did not complete, for tools that
 // cannot go on without the answer.
-func OutcomeError(o session.Outcome) *Error {
+func OutcomeError(o elicitation.Outcome) *Error {
 	e := &Error{Reason: o.Reason.String(), Errors: o.Errors}
 	switch {
-	case o.State == session.TimedOut:
+	case o.State == elicitation.TimedOut:
 		e.Code, e.Reason, e.Message = CodeTimeout, "timeout", "the person did not answer in time"
-	case o.Reason == session.Declined:
+	case o.Reason == elicitation.Declined:
 		e.Code, e.Message = CodeDeclined, "the person declined to answer"
-	case o.Reason == session.MaxAttempts:
+	case o.Reason == elicitation.MaxAttempts:
 		e.Code, e.Message = CodeMaxRetries, fmt.Sprintf("no valid answer after %d attempts", o.Attempts)
-	case o.Reason == session.TransportError:
+	case o.Reason == elicitation.TransportError:
 		e.Code, e.Message = CodeFailed, "the question could not be delivered or answered"
 		if o.Err != nil {
 			e.Message += ": " + o.Err.Error()
 		}
-	case o.Reason == session.InvalidResponse:
+	case o.Reason == elicitation.InvalidResponse:
 		e.Code, e.Message = CodeInvalidResponse, "the client's reply was not an answer to the question"
 		if o.Err != nil {
 			e.Message += ": " + o.Err.Error()

@@ -8,7 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/ask"
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 )
 
 // Address is a typed form: its fields and tags say what is asked and how it is checked.
@@ -25,7 +25,7 @@ var addressForm = ask.MustForm[Address]("Delivery address")
 func ExampleAddTool() {
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "1"}, nil)
 	x := ask.New(server, ask.Options{})
-	defer x.Close(context.Background(), session.Shutdown)
+	defer x.Close(context.Background(), elicitation.Shutdown)
 	ask.AddTool(x, server, &mcp.Tool{Name: "ship"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		a, err := addressForm.Ask(ctx, "Where should the parcel go?")
 		if errors.Is(err, ask.ErrDeclined) {
@@ -86,7 +86,7 @@ func ExampleForm_Compiled() {
 // Outcomes that are not answers are errors with a stable code, for errors.Is or for the
 // client (a handler that returns one sends its payload).
 func ExampleError() {
-	err := ask.OutcomeError(session.Outcome{State: session.Cancelled, Reason: session.Declined})
+	err := ask.OutcomeError(elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.Declined})
 	fmt.Println(errors.Is(err, ask.ErrDeclined), errors.Is(err, ask.ErrTimeout))
 	fmt.Println(err)
 	// Output:

@@ -14,8 +14,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/elicittest"
-	"github.com/elicitd/elicitd/session"
 )
 
 // Booking is a typed form with most of what a form can say.
@@ -42,7 +42,7 @@ func newServer(t *testing.T, clk clock.Clock) (*mcp.Server, *ask.Elicitor, chan 
 	t.Helper()
 	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 	x := ask.New(server, ask.Options{Clock: clk, Timeout: time.Minute, PullIdle: -1})
-	t.Cleanup(func() { require.NoError(t, x.Close(context.Background(), session.Shutdown)) })
+	t.Cleanup(func() { require.NoError(t, x.Close(context.Background(), elicitation.Shutdown)) })
 	errs := make(chan error, 8)
 	ask.AddTool(x, server, &mcp.Tool{Name: "book"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, bookOut, error) {
 		b, err := bookingForm.Ask(ctx, "Book a room")
@@ -187,7 +187,7 @@ func TestSeveralAsksInOneHandler(t *testing.T) {
 		t.Run(string(era), func(t *testing.T) {
 			server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 			x := ask.New(server, ask.Options{})
-			defer func() { require.NoError(t, x.Close(context.Background(), session.Shutdown)) }()
+			defer func() { require.NoError(t, x.Close(context.Background(), elicitation.Shutdown)) }()
 			steps := 0
 			ask.AddTool(x, server, &mcp.Tool{Name: "who"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 				n, err := names.Ask(ctx, "Who?")
@@ -216,8 +216,8 @@ func TestClientGoneEndsTheQuestion(t *testing.T) {
 		t.Run(string(era), func(t *testing.T) {
 			server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 			x := ask.New(server, ask.Options{})
-			defer func() { require.NoError(t, x.Close(context.Background(), session.Shutdown)) }()
-			outcomes := make(chan session.Outcome, 1)
+			defer func() { require.NoError(t, x.Close(context.Background(), elicitation.Shutdown)) }()
+			outcomes := make(chan elicitation.Outcome, 1)
 			ask.AddTool(x, server, &mcp.Tool{Name: "book"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 				o, err := ask.Outcome(ctx, ask.Question{Message: "m", Form: bookingForm.Compiled()})
 				require.NoError(t, err)
@@ -229,8 +229,8 @@ func TestClientGoneEndsTheQuestion(t *testing.T) {
 			require.Eventually(t, func() bool { return len(u.Prompts()) == 1 }, 10*time.Second, time.Millisecond)
 			require.NoError(t, u.Vanish())
 			o := <-outcomes
-			assert.Equal(t, session.Cancelled, o.State)
-			assert.Equal(t, session.ClientGone, o.Reason)
+			assert.Equal(t, elicitation.Cancelled, o.State)
+			assert.Equal(t, elicitation.ClientGone, o.Reason)
 		})
 	}
 }

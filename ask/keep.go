@@ -1,7 +1,7 @@
 package ask
 
 import (
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -9,9 +9,9 @@ import (
 // at fault, and the valid answers are kept (validator.Compiled.Keep).
 type keepForm struct{ *validator.Compiled }
 
-var _ session.Keeper = keepForm{}
+var _ elicitation.Keeper = keepForm{}
 
-func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, session.Form) {
+func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, elicitation.Form) {
 	data, errs, retry := f.Compiled.Keep(content)
 	if retry == nil {
 		return data, errs, nil

@@ -12,8 +12,8 @@ import (
 
 	"golang.org/x/sync/errgroup"
 
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/registry"
-	"github.com/elicitd/elicitd/session"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -35,7 +35,7 @@ func (passForm) Validate(c map[string]any) (map[string]any, []validator.FieldErr
 // nopPrompter drops prompts: the benchmark knows every elicitation is at round 1.
 type nopPrompter struct{}
 
-func (nopPrompter) Prompt(session.Prompt) {}
+func (nopPrompter) Prompt(elicitation.Prompt) {}
 
 // One elicitation's whole life through the registry: start, first prompt, valid answer,
 // completed, removed.
@@ -47,15 +47,15 @@ func BenchmarkLifecycle(b *testing.B) {
 	b.ReportAllocs()
 	b.RunParallel(func(pb *testing.PB) {
 		owner := fmt.Sprintf("owner-%d", owners.Add(1))
-		prompts := make(chan session.Prompt, 1)
-		spec := session.Spec{Message: "Your name?", Form: passForm{}, Prompter: session.PrompterFunc(func(p session.Prompt) { prompts <- p }), Timeout: time.Minute}
+		prompts := make(chan elicitation.Prompt, 1)
+		spec := elicitation.Spec{Message: "Your name?", Form: passForm{}, Prompter: elicitation.PrompterFunc(func(p elicitation.Prompt) { prompts <- p }), Timeout: time.Minute}
 		for pb.Next() {
 			e, err := reg.Start(owner, spec)
 			if err != nil {
 				b.Fatal(err)
 			}
 			p := <-prompts
-			if err := e.Answer(session.Answer{Round: p.Round, Action: session.Accept, Content: content}); err != nil {
+			if err := e.Answer(elicitation.Answer{Round: p.Round, Action: elicitation.Accept, Content: content}); err != nil {
 				b.Fatal(err)
 			}
 			<-e.Done()
@@ -93,9 +93,9 @@ func BenchmarkPendingMemory(b *testing.B) {
 	n := *pendingCount
 	for range b.N {
 		reg := registry.New(registry.Config{})
-		spec := session.Spec{Message: "Your name?", Form: passForm{}, Prompter: nopPrompter{}, Timeout: time.Hour}
+		spec := elicitation.Spec{Message: "Your name?", Form: passForm{}, Prompter: nopPrompter{}, Timeout: time.Hour}
 		before := liveBytes()
-		all := make([]*session.Elicitation, n)
+		all := make([]*elicitation.Elicitation, n)
 		for i := range all {
 			e, err := reg.Start(fmt.Sprintf("owner-%d", i%1000), spec)
 			if err != nil {
@@ -133,14 +133,14 @@ func BenchmarkAnswer10kFrom16(b *testing.B) {
 	for range b.N {
 		b.StopTimer()
 		reg := registry.New(registry.Config{})
-		prompts := make(chan session.Prompt, live)
-		spec := session.Spec{Message: "Your name?", Form: passForm{}, Prompter: session.PrompterFunc(func(p session.Prompt) { prompts <- p }), Timeout: time.Hour}
+		prompts := make(chan elicitation.Prompt, live)
+		spec := elicitation.Spec{Message: "Your name?", Form: passForm{}, Prompter: elicitation.PrompterFunc(func(p elicitation.Prompt) { prompts <- p }), Timeout: time.Hour}
 		for i := range live {
 			if _, err := reg.Start(fmt.Sprintf("owner-%d", i%100), spec); err != nil {
 				b.Fatal(err)
 			}
 		}
-		queue := make(chan session.Prompt, live)
+		queue := make(chan elicitation.Prompt, live)
 		for range live {
 			queue <- <-prompts
 		}
@@ -152,7 +152,7 @@ func BenchmarkAnswer10kFrom16(b *testing.B) {
 			g.Go(func() error {
 				for p := range queue {
 					e := p.Elicitation
-					if err := e.Answer(session.Answer{Round: p.Round, Action: session.Accept, Content: map[string]any{"name": "Ada"}}); err != nil {
+					if err := e.Answer(elicitation.Answer{Round: p.Round, Action: elicitation.Accept, Content: map[string]any{"name": "Ada"}}); err != nil {
 						return err
 					}
 					<-e.Done()

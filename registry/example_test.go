@@ -5,9 +5,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicitation/elicitationtest"
 	"github.com/elicitd/elicitd/registry"
-	"github.com/elicitd/elicitd/session"
-	"github.com/elicitd/elicitd/session/sessiontest"
 )
 
 // A tool starts an elicitation, a prompter hands each prompt to the person, and the tool
@@ -17,9 +17,9 @@ func Example() {
 	reg := registry.New(registry.Config{MaxLive: 100})
 	defer reg.Shutdown(context.Background())
 
-	prompts := sessiontest.NewPrompts(1)
-	e, err := reg.Start("client-1", session.Spec{
-		Message: "What is your name?", Form: &sessiontest.NameForm{}, Prompter: prompts, Timeout: time.Minute,
+	prompts := elicitationtest.NewPrompts(1)
+	e, err := reg.Start("client-1", elicitation.Spec{
+		Message: "What is your name?", Form: &elicitationtest.NameForm{}, Prompter: prompts, Timeout: time.Minute,
 	})
 	if err != nil {
 		fmt.Println(err)
@@ -29,7 +29,7 @@ func Example() {
 		for _, name := range []string{"  ", "Ada"} {
 			p := <-prompts
 			fmt.Printf("prompt %d: %q\n", p.Round, p.Message)
-			_ = e.Answer(sessiontest.Accept(p.Round, name))
+			_ = e.Answer(elicitationtest.Accept(p.Round, name))
 		}
 	}()
 	o, _ := e.Wait(context.Background())

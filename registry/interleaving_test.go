@@ -13,27 +13,27 @@ import (
 	"github.com/benbjohnson/clock"
 	"github.com/stretchr/testify/require"
 
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicitation/elicitationtest"
 	"github.com/elicitd/elicitd/registry"
-	"github.com/elicitd/elicitd/session"
-	"github.com/elicitd/elicitd/session/sessiontest"
 )
 
 // model is what one elicitation should be, by a plain reading of the rules.
 type model struct {
-	e         *session.Elicitation
+	e         *elicitation.Elicitation
 	owner     string
 	attempt   int
 	max       int
 	deadline  time.Time
 	latest    time.Time
-	state     session.State
-	reason    session.Reason
+	state     elicitation.State
+	reason    elicitation.Reason
 	data      map[string]any
 	lastRound *atomic.Int64 // the round of the last prompt the actor emitted
 	touched   bool          // an event has made a round trip through its actor
 }
 
-func (m *model) end(s session.State, r session.Reason) { m.state, m.reason = s, r }
+func (m *model) end(s elicitation.State, r elicitation.Reason) { m.state, m.reason = s, r }
 
 // worker drives random events at its own owners' elicitations and checks each result
 // against the model. Workers run in parallel; the clock moves only between their phases.
@@ -42,7 +42,7 @@ type worker struct {
 	rnd      *rand.Rand
 	clk      *clock.Mock
 	reg      *registry.Registry
-	form     *sessiontest.NameForm
+	form     *elicitationtest.NameForm
 	owners   []string
 	live     []*model
 	finished []*model
@@ -64,9 +64,9 @@ func (w *worker) start() {
 	m := &model{owner: w.owners[w.rnd.IntN(len(w.owners))], max: 1 + w.rnd.IntN(4), lastRound: new(atomic.Int64)}
 	timeout := time.Duration(1+w.rnd.IntN(5)) * time.Minute
 	lifetime := timeout + time.Duration(w.rnd.IntN(10))*time.Minute
-	spec := session.Spec{
+	spec := elicitation.Spec{
 		Message: "name?", Form: w.form, MaxAttempts: m.max, Timeout: timeout, MaxLifetime: lifetime,
-		Prompter: session.PrompterFunc(func(p session.Prompt) { m.lastRound.Store(int64(p.Round)) }),
+		Prompter: elicitation.PrompterFunc(func(p elicitation.Prompt) { m.lastRound.Store(int64(p.Round)) }),
 	}
 	now := w.clk.Now()
 	e, err := w.reg.Start(m.owner, spec)
@@ -74,7 +74,7 @@ func (w *worker) start() {
 		w.fail("start: %v", err)
 		return
 	}
-	m.e, m.attempt, m.state = e, 1, session.Active
+	m.e, m.attempt, m.state = e, 1, elicitation.Active
 	m.deadline, m.latest = now.Add(timeout), now.Add(lifetime)
 	w.live = append(w.live, m)
 	w.all = append(w.all, m)
@@ -92,39 +92,39 @@ func (w *worker) step() {
 	switch k {
 	case 0:
 		name := fmt.Sprintf("n%d", w.rnd.IntN(1000))
-		w.expect("valid answer", m.e.Answer(sessiontest.Accept(m.attempt, name)), nil)
+		w.expect("valid answer", m.e.Answer(elicitationtest.Accept(m.attempt, name)), nil)
 		m.data = map[string]any{"name": name}
-		m.end(session.Completed, session.None)
+		m.end(elicitation.Completed, elicitation.None)
 	case 1:
-		w.expect("invalid answer", m.e.Answer(sessiontest.Accept(m.attempt, " ")), nil)
+		w.expect("invalid answer", m.e.Answer(elicitationtest.Accept(m.attempt, " ")), nil)
 		if m.attempt < m.max {
 			m.attempt++
 		} else {
-			m.end(session.Cancelled, session.MaxAttempts)
+			m.end(elicitation.Cancelled, elicitation.MaxAttempts)
 		}
 	case 2:
 		round := m.attempt + 1
 		if w.rnd.IntN(2) == 0 {
 			round = m.attempt - 1
 		}
-		w.expect("stale answer", m.e.Answer(sessiontest.Accept(round, "x")), session.ErrStaleRound)
+		w.expect("stale answer", m.e.Answer(elicitationtest.Accept(round, "x")), elicitation.ErrStaleRound)
 	case 3:
-		w.expect("decline", m.e.Answer(session.Answer{Round: m.attempt, Action: session.Decline}), nil)
-		m.end(session.Cancelled, session.Declined)
+		w.expect("decline", m.e.Answer(elicitation.Answer{Round: m.attempt, Action: elicitation.Decline}), nil)
+		m.end(elicitation.Cancelled, elicitation.Declined)
 	case 4:
-		w.expect("dismiss", m.e.Answer(session.Answer{Round: m.attempt, Action: session.Cancel}), nil)
-		m.end(session.Cancelled, session.UserCancelled)
+		w.expect("dismiss", m.e.Answer(elicitation.Answer{Round: m.attempt, Action: elicitation.Cancel}), nil)
+		m.end(elicitation.Cancelled, elicitation.UserCancelled)
 	case 5:
-		w.expect("transport failure", m.e.Answer(session.Answer{Round: m.attempt, Action: session.Failed, Err: errors.New("x")}), nil)
-		m.end(session.Cancelled, session.TransportError)
+		w.expect("transport failure", m.e.Answer(elicitation.Answer{Round: m.attempt, Action: elicitation.Failed, Err: errors.New("x")}), nil)
+		m.end(elicitation.Cancelled, elicitation.TransportError)
 	case 6, 7:
-		r := session.Reason(1 + w.rnd.IntN(session.NumReasons-1))
+		r := elicitation.Reason(1 + w.rnd.IntN(elicitation.NumReasons-1))
 		if k == 6 {
 			w.expect("cancel", m.e.Cancel(r), nil)
 		} else {
 			w.expect("registry cancel", w.reg.Cancel(id, r), nil)
 		}
-		m.end(session.Cancelled, r)
+		m.end(elicitation.Cancelled, r)
 	case 8, 9:
 		d := time.Duration(1+w.rnd.IntN(300)) * time.Second
 		var got time.Time
@@ -147,7 +147,7 @@ func (w *worker) step() {
 		want := 0
 		for _, o := range w.live {
 			if o.owner == owner {
-				o.end(session.Cancelled, session.ClientGone)
+				o.end(elicitation.Cancelled, elicitation.ClientGone)
 				want++
 			}
 		}
@@ -159,8 +159,8 @@ func (w *worker) step() {
 			return
 		}
 		f := w.finished[w.rnd.IntN(len(w.finished))]
-		w.expect("late answer", f.e.Answer(sessiontest.Accept(f.attempt, "late")), session.ErrFinished)
-		w.expect("late registry cancel", w.reg.Cancel(f.e.ID(), session.Operator), registry.ErrNotFound)
+		w.expect("late answer", f.e.Answer(elicitationtest.Accept(f.attempt, "late")), elicitation.ErrFinished)
+		w.expect("late registry cancel", w.reg.Cancel(f.e.ID(), elicitation.Operator), registry.ErrNotFound)
 		w.checkEnded(f)
 		return
 	}
@@ -177,11 +177,11 @@ func (w *worker) settle() {
 			continue
 		}
 		s := m.e.Snapshot()
-		if !m.touched && (s.State == session.Pending && s.Attempt == 0 || s.State == session.Active && s.Attempt == 1) {
+		if !m.touched && (s.State == elicitation.Pending && s.Attempt == 0 || s.State == elicitation.Active && s.Attempt == 1) {
 			kept = append(kept, m) // its actor may still be emitting the first prompt
 			continue
 		}
-		if s.State != session.Active || s.Attempt != m.attempt || m.lastRound.Load() != int64(m.attempt) {
+		if s.State != elicitation.Active || s.Attempt != m.attempt || m.lastRound.Load() != int64(m.attempt) {
 			w.fail("%s: snapshot %v attempt %d, prompt round %d; model active attempt %d", s.ID, s.State, s.Attempt, m.lastRound.Load(), m.attempt)
 		}
 		kept = append(kept, m)
@@ -198,10 +198,10 @@ func (w *worker) checkEnded(m *model) {
 	if o.State != m.state || o.Reason != m.reason || o.Attempts != m.attempt {
 		w.fail("%s: outcome %v/%v after %d attempts; model %v/%v after %d", o.ID, o.State, o.Reason, o.Attempts, m.state, m.reason, m.attempt)
 	}
-	if m.state == session.Completed && o.Data["name"] != m.data["name"] {
+	if m.state == elicitation.Completed && o.Data["name"] != m.data["name"] {
 		w.fail("%s: data %v, model %v", o.ID, o.Data, m.data)
 	}
-	if m.state == session.TimedOut && o.Ended.Before(m.deadline) {
+	if m.state == elicitation.TimedOut && o.Ended.Before(m.deadline) {
 		w.fail("%s: timed out at %v, before its deadline %v", o.ID, o.Ended, m.deadline)
 	}
 	if _, _, live := w.reg.Get(o.ID); live {
@@ -221,7 +221,7 @@ func TestRandomInterleavings(t *testing.T) {
 	const workers, rounds, stepsPerRound = 4, 40, 40
 	clk := clock.NewMock()
 	reg := registry.New(registry.Config{Clock: clk})
-	form := &sessiontest.NameForm{}
+	form := &elicitationtest.NameForm{}
 	ws := make([]*worker, workers)
 	for i := range ws {
 		ws[i] = &worker{t: t, rnd: rand.New(rand.NewPCG(seed, uint64(i))), clk: clk, reg: reg, form: form,
@@ -248,8 +248,8 @@ func TestRandomInterleavings(t *testing.T) {
 		for _, w := range ws {
 			for _, m := range w.live {
 				if !now.Before(m.deadline) {
-					sessiontest.WaitDone(t, m.e)
-					m.end(session.TimedOut, session.None)
+					elicitationtest.WaitDone(t, m.e)
+					m.end(elicitation.TimedOut, elicitation.None)
 				}
 			}
 			w.settle()
@@ -262,16 +262,16 @@ func TestRandomInterleavings(t *testing.T) {
 	var started, completed, timedOut uint64
 	for _, w := range ws {
 		for _, m := range w.live {
-			m.end(session.Cancelled, session.Shutdown)
+			m.end(elicitation.Cancelled, elicitation.Shutdown)
 		}
 		w.settle()
 		require.Empty(t, w.problems)
 		for _, m := range w.all {
 			started++
 			switch m.state {
-			case session.Completed:
+			case elicitation.Completed:
 				completed++
-			case session.TimedOut:
+			case elicitation.TimedOut:
 				timedOut++
 			default:
 				want[m.reason.String()]++

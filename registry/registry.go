@@ -3,7 +3,7 @@
 // behind, and shuts them all down. A finished elicitation leaves the registry the moment its
 // outcome is fixed, so memory follows the live count, never the history.
 //
-// The registry knows nothing of forms or tools: it holds *session.Elicitation values and the
+// The registry knows nothing of forms or tools: it holds *elicitation.Elicitation values and the
 // owner each belongs to.
 package registry
 
@@ -21,7 +21,7 @@ import (
 	"github.com/benbjohnson/clock"
 	"golang.org/x/time/rate"
 
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 )
 
 // Config sets a registry's clock and limits. The zero Config has no limits and the real clock.
@@ -37,7 +37,7 @@ type Config struct {
 	// OnEnd, if set, is called once for every elicitation that ends, with its owner and
 	// outcome, on the actor's goroutine after it has left the registry and before its Done
 	// channel closes. It must not block and must not call the elicitation's methods.
-	OnEnd func(owner string, o session.Outcome)
+	OnEnd func(owner string, o elicitation.Outcome)
 }
 
 // Errors returned by Start, Cancel and Extend; test with errors.Is.
@@ -72,8 +72,8 @@ type Registry struct {
 	rate    rate.Limit
 	burst   int
 	maxLive int
-	onEnd   func(string, session.Outcome)
-	env     session.Env // shared by every elicitation this registry starts
+	onEnd   func(string, elicitation.Outcome)
+	env     elicitation.Env // shared by every elicitation this registry starts
 	actors  sync.WaitGroup
 
 	mu      sync.Mutex
@@ -85,13 +85,13 @@ type Registry struct {
 }
 
 type entry struct {
-	e     *session.Elicitation
+	e     *elicitation.Elicitation
 	owner *owner
 	name  string
 }
 
 type owner struct {
-	live    map[string]*session.Elicitation
+	live    map[string]*elicitation.Elicitation
 	limiter *rate.Limiter // nil when there is no per-owner limit
 }
 
@@ -99,7 +99,7 @@ type totals struct {
 	started     uint64
 	completed   uint64
 	timedOut    uint64
-	cancelled   [session.NumReasons]uint64
+	cancelled   [elicitation.NumReasons]uint64
 	rateLimited uint64
 	tooMany     uint64
 }
@@ -123,14 +123,14 @@ func New(cfg Config) *Registry {
 	if r.clk == nil {
 		r.clk = clock.New()
 	}
-	r.env = session.Env{Clock: r.clk, OnEnd: r.finished, Group: &r.actors}
+	r.env = elicitation.Env{Clock: r.clk, OnEnd: r.finished, Group: &r.actors}
 	return r
 }
 
 // Start checks the limits for owner and, if they allow it, starts an elicitation for spec
 // under a fresh id. A refusal (a bad spec, ErrClosed, ErrTooManyLive or a *RateLimitError)
 // starts nothing and uses none of the owner's quota.
-func (r *Registry) Start(ownerID string, spec session.Spec) (*session.Elicitation, error) {
+func (r *Registry) Start(ownerID string, spec elicitation.Spec) (*elicitation.Elicitation, error) {
 	if err := spec.Check(); err != nil {
 		return nil, err
 	}
@@ -151,7 +151,7 @@ func (r *Registry) Start(ownerID string, spec session.Spec) (*session.Elicitatio
 		r.sweepOwners(now)
 	}
 	if o == nil {
-		o = &owner{live: make(map[string]*session.Elicitation)}
+		o = &owner{live: make(map[string]*elicitation.Elicitation)}
 		if r.rate > 0 {
 			o.limiter = rate.NewLimiter(r.rate, r.burst)
 		}
@@ -164,7 +164,7 @@ func (r *Registry) Start(ownerID string, spec session.Spec) (*session.Elicitatio
 	for _, taken := r.byID[id]; taken; _, taken = r.byID[id] {
 		id = rand.Text() // 128 random bits: never in practice, but never a shared id either
 	}
-	e, err := session.Start(id, spec, r.env)
+	e, err := elicitation.Start(id, spec, r.env)
 	if err != nil {
 		return nil, err // unreachable: spec was checked above
 	}
@@ -222,7 +222,7 @@ func retryAfter(lim *rate.Limiter, now time.Time) time.Duration {
 
 // finished is every elicitation's OnEnd hook: it runs on the actor's goroutine once the
 // outcome is fixed, and removes the elicitation before its Done channel closes.
-func (r *Registry) finished(o session.Outcome) {
+func (r *Registry) finished(o elicitation.Outcome) {
 	r.mu.Lock()
 	ent, ok := r.byID[o.ID]
 	if !ok {
@@ -238,17 +238,17 @@ func (r *Registry) finished(o session.Outcome) {
 	delete(r.byID, o.ID)
 	delete(ent.owner.live, o.ID)
 	switch o.State {
-	case session.Completed:
+	case elicitation.Completed:
 		r.totals.completed++
-	case session.TimedOut:
+	case elicitation.TimedOut:
 		r.totals.timedOut++
-	case session.Cancelled:
+	case elicitation.Cancelled:
 		r.totals.cancelled[o.Reason]++
 	}
 }
 
 // Get returns the live elicitation with that id and its owner.
-func (r *Registry) Get(id string) (e *session.Elicitation, owner string, ok bool) {
+func (r *Registry) Get(id string) (e *elicitation.Elicitation, owner string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ent, ok := r.byID[id]
@@ -264,32 +264,32 @@ func (r *Registry) Len() int {
 
 // List returns snapshots of owner's live elicitations, oldest first, keeping only those in
 // one of states when any are given.
-func (r *Registry) List(owner string, states ...session.State) []session.Snapshot {
+func (r *Registry) List(owner string, states ...elicitation.State) []elicitation.Snapshot {
 	r.mu.Lock()
-	var live []*session.Elicitation
+	var live []*elicitation.Elicitation
 	if o := r.byOwner[owner]; o != nil {
-		live = make([]*session.Elicitation, 0, len(o.live))
+		live = make([]*elicitation.Elicitation, 0, len(o.live))
 		for _, e := range o.live {
 			live = append(live, e)
 		}
 	}
 	r.mu.Unlock()
 
-	out := make([]session.Snapshot, 0, len(live))
+	out := make([]elicitation.Snapshot, 0, len(live))
 	for _, e := range live {
 		s := e.Snapshot()
 		if len(states) == 0 || slices.Contains(states, s.State) {
 			out = append(out, s)
 		}
 	}
-	slices.SortFunc(out, func(a, b session.Snapshot) int {
+	slices.SortFunc(out, func(a, b elicitation.Snapshot) int {
 		return cmp.Or(a.Created.Compare(b.Created), cmp.Compare(a.ID, b.ID))
 	})
 	return out
 }
 
 // Cancel ends the live elicitation id with reason and returns once it has left the registry.
-func (r *Registry) Cancel(id string, reason session.Reason) error {
+func (r *Registry) Cancel(id string, reason elicitation.Reason) error {
 	e, _, ok := r.Get(id)
 	if !ok {
 		return fmt.Errorf("%w: %q", ErrNotFound, id)
@@ -314,27 +314,27 @@ func (r *Registry) CloseOwner(owner string) int {
 	r.mu.Lock()
 	o := r.byOwner[owner]
 	delete(r.byOwner, owner)
-	var live []*session.Elicitation
+	var live []*elicitation.Elicitation
 	if o != nil {
 		for _, e := range o.live {
 			live = append(live, e)
 		}
 	}
 	r.mu.Unlock()
-	return cancelAll(live, session.ClientGone)
+	return cancelAll(live, elicitation.ClientGone)
 }
 
 // Shutdown refuses new starts, cancels every live elicitation with reason shutdown, and
 // waits until every actor goroutine has returned or ctx ends (then it returns ctx's error).
-func (r *Registry) Shutdown(ctx context.Context) error { return r.Close(ctx, session.Shutdown) }
+func (r *Registry) Shutdown(ctx context.Context) error { return r.Close(ctx, elicitation.Shutdown) }
 
 // Close is Shutdown with another reason: ClientGone when the one client a server had has
 // gone, so that an elicitation a call in flight was about to start is refused rather than
 // started and ended as a shutdown.
-func (r *Registry) Close(ctx context.Context, reason session.Reason) error {
+func (r *Registry) Close(ctx context.Context, reason elicitation.Reason) error {
 	r.mu.Lock()
 	r.closed = true
-	live := make([]*session.Elicitation, 0, len(r.byID))
+	live := make([]*elicitation.Elicitation, 0, len(r.byID))
 	for _, ent := range r.byID {
 		live = append(live, ent.e)
 	}
@@ -357,7 +357,7 @@ func (r *Registry) Close(ctx context.Context, reason session.Reason) error {
 }
 
 // cancelAll cancels each elicitation and counts those it ended (others had already ended).
-func cancelAll(live []*session.Elicitation, reason session.Reason) int {
+func cancelAll(live []*elicitation.Elicitation, reason elicitation.Reason) int {
 	n := 0
 	for _, e := range live {
 		if e.Cancel(reason) == nil {

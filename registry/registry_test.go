@@ -13,9 +13,9 @@ import (
 	"go.uber.org/goleak"
 	"golang.org/x/time/rate"
 
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicitation/elicitationtest"
 	"github.com/elicitd/elicitd/registry"
-	"github.com/elicitd/elicitd/session"
-	"github.com/elicitd/elicitd/session/sessiontest"
 )
 
 // Every test in the package must leave no goroutine behind.
@@ -24,25 +24,25 @@ func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 type fixture struct {
 	clk     *clock.Mock
 	reg     *registry.Registry
-	prompts sessiontest.Prompts
-	form    *sessiontest.NameForm
+	prompts elicitationtest.Prompts
+	form    *elicitationtest.NameForm
 }
 
 func newFixture(t *testing.T, cfg registry.Config) *fixture {
 	clk := clock.NewMock()
 	cfg.Clock = clk
-	f := &fixture{clk: clk, reg: registry.New(cfg), prompts: sessiontest.NewPrompts(1024), form: &sessiontest.NameForm{}}
+	f := &fixture{clk: clk, reg: registry.New(cfg), prompts: elicitationtest.NewPrompts(1024), form: &elicitationtest.NameForm{}}
 	t.Cleanup(func() {
 		require.NoError(t, f.reg.Shutdown(context.Background()))
 	})
 	return f
 }
 
-func (f *fixture) spec() session.Spec {
-	return session.Spec{Title: "name", Tool: "ask_user", Message: "Your name?", Form: f.form, Prompter: f.prompts}
+func (f *fixture) spec() elicitation.Spec {
+	return elicitation.Spec{Title: "name", Tool: "ask_user", Message: "Your name?", Form: f.form, Prompter: f.prompts}
 }
 
-func (f *fixture) start(t *testing.T, owner string) *session.Elicitation {
+func (f *fixture) start(t *testing.T, owner string) *elicitation.Elicitation {
 	t.Helper()
 	e, err := f.reg.Start(owner, f.spec())
 	require.NoError(t, err)
@@ -63,15 +63,15 @@ func TestStartTracksAndAFinishedOneLeavesAtOnce(t *testing.T) {
 	list := f.reg.List("alice")
 	require.Len(t, list, 1)
 	assert.Equal(t, e.ID(), list[0].ID)
-	assert.Equal(t, session.Active, list[0].State)
+	assert.Equal(t, elicitation.Active, list[0].State)
 
-	require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
 	<-e.Done() // the registry let go of it before Done closed
 	assert.Equal(t, 0, f.reg.Len())
 	_, _, ok = f.reg.Get(e.ID())
 	assert.False(t, ok)
 	assert.Empty(t, f.reg.List("alice"))
-	assert.ErrorIs(t, f.reg.Cancel(e.ID(), session.Operator), registry.ErrNotFound)
+	assert.ErrorIs(t, f.reg.Cancel(e.ID(), elicitation.Operator), registry.ErrNotFound)
 	_, err := f.reg.Extend(e.ID(), time.Minute)
 	assert.ErrorIs(t, err, registry.ErrNotFound)
 }
@@ -91,7 +91,7 @@ func TestBadSpecIsRefusedWithTheField(t *testing.T) {
 	spec := f.spec()
 	spec.Form = nil
 	_, err := f.reg.Start("alice", spec)
-	var se *session.SpecError
+	var se *elicitation.SpecError
 	require.ErrorAs(t, err, &se)
 	assert.Equal(t, "Form", se.Field)
 	assert.Equal(t, 0, f.reg.Len())
@@ -107,8 +107,8 @@ func TestListFiltersByOwnerAndStateOldestFirst(t *testing.T) {
 	list := f.reg.List("alice")
 	require.Len(t, list, 2)
 	assert.Equal(t, []string{a1.ID(), a2.ID()}, []string{list[0].ID, list[1].ID})
-	assert.Len(t, f.reg.List("alice", session.Active), 2)
-	assert.Empty(t, f.reg.List("alice", session.Pending))
+	assert.Len(t, f.reg.List("alice", elicitation.Active), 2)
+	assert.Empty(t, f.reg.List("alice", elicitation.Pending))
 	assert.Empty(t, f.reg.List("carol"))
 }
 
@@ -118,20 +118,20 @@ func TestCancelAndExtendByID(t *testing.T) {
 	start := f.clk.Now()
 	d, err := f.reg.Extend(e.ID(), time.Minute)
 	require.NoError(t, err)
-	assert.True(t, d.Equal(start.Add(session.DefaultTimeout+time.Minute)))
-	require.NoError(t, f.reg.Cancel(e.ID(), session.Operator))
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.Operator, o.Reason)
+	assert.True(t, d.Equal(start.Add(elicitation.DefaultTimeout+time.Minute)))
+	require.NoError(t, f.reg.Cancel(e.ID(), elicitation.Operator))
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Operator, o.Reason)
 	assert.Equal(t, 0, f.reg.Len())
-	assert.ErrorIs(t, f.reg.Cancel("nope", session.Operator), registry.ErrNotFound)
+	assert.ErrorIs(t, f.reg.Cancel("nope", elicitation.Operator), registry.ErrNotFound)
 }
 
 func TestTimedOutElicitationLeaves(t *testing.T) {
 	f := newFixture(t, registry.Config{})
 	e := f.start(t, "alice")
-	f.clk.Add(session.DefaultTimeout)
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.TimedOut, o.State)
+	f.clk.Add(elicitation.DefaultTimeout)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.TimedOut, o.State)
 	assert.Equal(t, 0, f.reg.Len())
 	assert.EqualValues(t, 1, f.reg.Stats().TimedOut)
 }
@@ -145,7 +145,7 @@ func TestGlobalCapOnLiveElicitations(t *testing.T) {
 	assert.Contains(t, err.Error(), "limit is 2")
 	assert.Equal(t, 2, f.reg.Len())
 
-	require.NoError(t, first.Cancel(session.Operator))
+	require.NoError(t, first.Cancel(elicitation.Operator))
 	f.start(t, "carol")
 	st := f.reg.Stats()
 	assert.EqualValues(t, 1, st.TooManyLive)
@@ -189,17 +189,17 @@ func TestRefusedStartsUseNoQuota(t *testing.T) {
 		_, err := f.reg.Start("bob", f.spec())
 		require.ErrorIs(t, err, registry.ErrTooManyLive)
 		_, err = f.reg.Start("bob", bad)
-		var se *session.SpecError
+		var se *elicitation.SpecError
 		require.ErrorAs(t, err, &se)
 	}
-	require.NoError(t, blocker.Cancel(session.Operator))
+	require.NoError(t, blocker.Cancel(elicitation.Operator))
 	// bob's single token is still there: no clock movement needed.
 	f.start(t, "bob")
 }
 
 func TestCloseOwnerTouchesOnlyThatOwner(t *testing.T) {
 	f := newFixture(t, registry.Config{})
-	var alice, bob []*session.Elicitation
+	var alice, bob []*elicitation.Elicitation
 	for range 3 {
 		alice = append(alice, f.start(t, "alice"))
 	}
@@ -210,11 +210,11 @@ func TestCloseOwnerTouchesOnlyThatOwner(t *testing.T) {
 	for _, e := range alice {
 		o, ok := e.Outcome()
 		require.True(t, ok, "CloseOwner returns once they have ended")
-		assert.Equal(t, session.Cancelled, o.State)
-		assert.Equal(t, session.ClientGone, o.Reason)
+		assert.Equal(t, elicitation.Cancelled, o.State)
+		assert.Equal(t, elicitation.ClientGone, o.Reason)
 	}
 	for _, e := range bob {
-		assert.Equal(t, session.Active, e.Snapshot().State)
+		assert.Equal(t, elicitation.Active, e.Snapshot().State)
 	}
 	assert.Empty(t, f.reg.List("alice"))
 	assert.Len(t, f.reg.List("bob"), 2)
@@ -225,7 +225,7 @@ func TestCloseOwnerTouchesOnlyThatOwner(t *testing.T) {
 
 func TestShutdownEndsEveryActor(t *testing.T) {
 	f := newFixture(t, registry.Config{})
-	var all []*session.Elicitation
+	var all []*elicitation.Elicitation
 	for i := range 50 {
 		all = append(all, f.start(t, []string{"alice", "bob", "carol"}[i%3]))
 	}
@@ -233,7 +233,7 @@ func TestShutdownEndsEveryActor(t *testing.T) {
 	for _, e := range all {
 		o, ok := e.Outcome()
 		require.True(t, ok)
-		assert.Equal(t, session.Shutdown, o.Reason)
+		assert.Equal(t, elicitation.Shutdown, o.Reason)
 	}
 	goleak.VerifyNone(t)
 	assert.Equal(t, 0, f.reg.Len())
@@ -248,7 +248,7 @@ func TestShutdownHonoursItsContext(t *testing.T) {
 	reg := registry.New(registry.Config{Clock: clk})
 	release := make(chan struct{})
 	entered := make(chan struct{})
-	spec := session.Spec{Message: "m", Form: &sessiontest.NameForm{}, Prompter: session.PrompterFunc(func(session.Prompt) {
+	spec := elicitation.Spec{Message: "m", Form: &elicitationtest.NameForm{}, Prompter: elicitation.PrompterFunc(func(elicitation.Prompt) {
 		close(entered)
 		<-release
 	})}
@@ -260,18 +260,18 @@ func TestShutdownHonoursItsContext(t *testing.T) {
 	assert.ErrorIs(t, reg.Shutdown(ctx), context.Canceled)
 
 	close(release) // the prompter returns; the pending cancel now ends it
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.Shutdown, o.Reason)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Shutdown, o.Reason)
 	require.NoError(t, reg.Shutdown(context.Background()))
 }
 
 func TestStatsCountOutcomesAndLiveStates(t *testing.T) {
 	f := newFixture(t, registry.Config{MaxLive: 4})
 	done := f.start(t, "a")
-	require.NoError(t, done.Answer(sessiontest.Accept(1, "Ada")))
+	require.NoError(t, done.Answer(elicitationtest.Accept(1, "Ada")))
 	<-done.Done()
 	declined := f.start(t, "a")
-	require.NoError(t, declined.Answer(session.Answer{Round: 1, Action: session.Decline}))
+	require.NoError(t, declined.Answer(elicitation.Answer{Round: 1, Action: elicitation.Decline}))
 	<-declined.Done()
 	f.start(t, "b")
 	f.start(t, "b")
@@ -300,7 +300,7 @@ func TestIdleOwnersAreSwept(t *testing.T) {
 	f := newFixture(t, registry.Config{})
 	for i := range 3000 {
 		e := f.start(t, fmt.Sprintf("owner-%d", i))
-		require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
+		require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
 		<-e.Done()
 	}
 	assert.LessOrEqual(t, f.reg.Stats().Owners, 1024)
@@ -315,11 +315,11 @@ func TestSweepsKeepAPartlyUsedBucket(t *testing.T) {
 		if i%100 == 0 {
 			f.clk.Add(time.Hour) // every bucket refills: the idle owners become sweepable
 			greedy := f.start(t, "greedy")
-			require.NoError(t, greedy.Cancel(session.Operator))
+			require.NoError(t, greedy.Cancel(elicitation.Operator))
 		}
 		before := f.reg.Stats().Owners
 		e := f.start(t, fmt.Sprintf("owner-%d", i))
-		require.NoError(t, e.Cancel(session.Operator))
+		require.NoError(t, e.Cancel(elicitation.Operator))
 		swept = f.reg.Stats().Owners <= before // this start swept, after greedy used its token
 	}
 	_, err := f.reg.Start("greedy", f.spec())
@@ -329,26 +329,26 @@ func TestSweepsKeepAPartlyUsedBucket(t *testing.T) {
 func TestOnEndReportsOwnerAndOutcomeBeforeDone(t *testing.T) {
 	type ended struct {
 		owner string
-		o     session.Outcome
+		o     elicitation.Outcome
 		live  bool
 	}
 	got := make(chan ended, 1)
 	var reg *registry.Registry
-	reg = registry.New(registry.Config{Clock: clock.NewMock(), OnEnd: func(owner string, o session.Outcome) {
+	reg = registry.New(registry.Config{Clock: clock.NewMock(), OnEnd: func(owner string, o elicitation.Outcome) {
 		_, _, live := reg.Get(o.ID)
 		got <- ended{owner, o, live}
 	}})
-	prompts := sessiontest.NewPrompts(1)
-	e, err := reg.Start("alice", session.Spec{Tool: "ask_user", Title: "t", Message: "m", Form: &sessiontest.NameForm{}, Prompter: prompts})
+	prompts := elicitationtest.NewPrompts(1)
+	e, err := reg.Start("alice", elicitation.Spec{Tool: "ask_user", Title: "t", Message: "m", Form: &elicitationtest.NameForm{}, Prompter: prompts})
 	require.NoError(t, err)
 	prompts.Next(t)
-	require.NoError(t, e.Cancel(session.Operator))
+	require.NoError(t, e.Cancel(elicitation.Operator))
 	select {
 	case end := <-got:
 		assert.Equal(t, "alice", end.owner)
 		assert.Equal(t, e.ID(), end.o.ID)
 		assert.Equal(t, "ask_user", end.o.Tool)
-		assert.Equal(t, session.Operator, end.o.Reason)
+		assert.Equal(t, elicitation.Operator, end.o.Reason)
 		assert.False(t, end.live, "it has left the registry")
 	default:
 		t.Fatal("OnEnd had not run when Cancel returned")

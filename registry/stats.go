@@ -1,6 +1,6 @@
 package registry
 
-import "github.com/elicitd/elicitd/session"
+import "github.com/elicitd/elicitd/elicitation"
 
 // Stats counts what a registry has done since it was made, and what is live now.
 type Stats struct {
@@ -22,7 +22,7 @@ func (r *Registry) Stats() Stats {
 	r.mu.Lock()
 	t := r.totals
 	owners := len(r.byOwner)
-	live := make([]*session.Elicitation, 0, len(r.byID))
+	live := make([]*elicitation.Elicitation, 0, len(r.byID))
 	for _, ent := range r.byID {
 		live = append(live, ent.e)
 	}
@@ -36,11 +36,11 @@ func (r *Registry) Stats() Stats {
 		TooManyLive: t.tooMany,
 		Owners:      owners,
 		Cancelled:   map[string]uint64{},
-		Live:        map[string]int{session.Pending.String(): 0, session.Active.String(): 0},
+		Live:        map[string]int{elicitation.Pending.String(): 0, elicitation.Active.String(): 0},
 	}
 	for reason, n := range t.cancelled {
 		if n > 0 {
-			s.Cancelled[session.Reason(reason).String()] = n
+			s.Cancelled[elicitation.Reason(reason).String()] = n
 		}
 	}
 	for _, e := range live {

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/ask"
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -162,18 +162,18 @@ func decodeAskUser(raw json.RawMessage) (askUserArgs, *ask.Error) {
 	return in, nil
 }
 
-func askUserResult(o session.Outcome) AskUserResult {
+func askUserResult(o elicitation.Outcome) AskUserResult {
 	r := AskUserResult{Attempts: o.Attempts}
 	switch {
-	case o.State == session.Completed:
+	case o.State == elicitation.Completed:
 		r.Status, r.Data = "completed", o.Data
-	case o.State == session.TimedOut:
+	case o.State == elicitation.TimedOut:
 		r.Status = "timeout"
-	case o.Reason == session.Declined:
+	case o.Reason == elicitation.Declined:
 		r.Status = "declined"
 	default:
 		r.Status, r.Reason = "cancelled", o.Reason.String()
-		if o.Reason == session.MaxAttempts {
+		if o.Reason == elicitation.MaxAttempts {
 			r.Errors = o.Errors
 		}
 	}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -80,13 +80,13 @@ func errorResult(err error) *mcp.CallToolResult {
 	return e.Result()
 }
 
-func conformanceResult(tool string, o session.Outcome) *mcp.CallToolResult {
+func conformanceResult(tool string, o elicitation.Outcome) *mcp.CallToolResult {
 	action := "accept"
 	switch {
-	case o.State == session.Completed:
-	case o.Reason == session.Declined:
+	case o.State == elicitation.Completed:
+	case o.Reason == elicitation.Declined:
 		action = "decline"
-	case o.Reason == session.UserCancelled:
+	case o.Reason == elicitation.UserCancelled:
 		action = "cancel"
 	default:
 		return ask.OutcomeError(o).Result()

@@ -8,7 +8,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 )
 
 // MaxExtendSeconds bounds one extend_elicitation call; the elicitation's lifetime bounds the
@@ -49,7 +49,7 @@ func (s *Server) addManagement() {
 func (s *Server) list(_ context.Context, req *mcp.CallToolRequest, _ listInput) *mcp.CallToolResult {
 	now := s.opts.Clock.Now()
 	out := []listedElicitation{}
-	for _, snap := range s.Registry.List(s.el.Owner(req), session.Pending, session.Active) {
+	for _, snap := range s.Registry.List(s.el.Owner(req), elicitation.Pending, elicitation.Active) {
 		out = append(out, listedElicitation{ID: snap.ID, Tool: snap.Tool, Title: snap.Title, State: snap.State.String(),
 			Attempt: snap.Attempt, MaxAttempts: snap.MaxAttempts, AgeSeconds: now.Sub(snap.Created).Seconds(),
 			Deadline: snap.Deadline.UTC().Format(time.RFC3339)})
@@ -59,7 +59,7 @@ func (s *Server) list(_ context.Context, req *mcp.CallToolRequest, _ listInput) 
 
 // owned returns the caller's live elicitation with that id; another session's is NOT_FOUND
 // too, so ids of others cannot even be confirmed.
-func (s *Server) owned(req *mcp.CallToolRequest, id string) (*session.Elicitation, *ask.Error) {
+func (s *Server) owned(req *mcp.CallToolRequest, id string) (*elicitation.Elicitation, *ask.Error) {
 	e, owner, ok := s.Registry.Get(id)
 	if !ok || owner != s.el.Owner(req) {
 		return nil, ask.Errorf(ask.CodeNotFound, "not_found", "no open question of this session has id %q", id)
@@ -72,7 +72,7 @@ func (s *Server) cancel(_ context.Context, req *mcp.CallToolRequest, in idInput)
 	if terr != nil {
 		return terr.Result()
 	}
-	if err := e.Cancel(session.Operator); err != nil {
+	if err := e.Cancel(elicitation.Operator); err != nil {
 		return ask.Errorf(ask.CodeNotFound, "finished", "question %q has already ended", in.ID).Result()
 	}
 	return ask.JSONResult(map[string]any{"id": in.ID, "state": "cancelled"}, false)

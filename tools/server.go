@@ -18,8 +18,8 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/registry"
-	"github.com/elicitd/elicitd/session"
 	"github.com/elicitd/elicitd/tools/ups"
 )
 
@@ -82,12 +82,12 @@ func NewServer(opts Options, version string) *Server {
 }
 
 // Shutdown is Close with reason shutdown.
-func (s *Server) Shutdown(ctx context.Context) error { return s.Close(ctx, session.Shutdown) }
+func (s *Server) Shutdown(ctx context.Context) error { return s.Close(ctx, elicitation.Shutdown) }
 
 // Close refuses new questions, ends every open one with reason (shutdown, or client gone when
 // the only client has gone), so the tool calls waiting on them return their results, and
 // waits until those calls have been handled or ctx ends.
-func (s *Server) Close(ctx context.Context, reason session.Reason) error {
+func (s *Server) Close(ctx context.Context, reason elicitation.Reason) error {
 	return s.el.Close(ctx, reason)
 }
 

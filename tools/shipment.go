@@ -12,7 +12,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/tools/preflight"
 	"github.com/elicitd/elicitd/tools/shipping"
 	"github.com/elicitd/elicitd/tools/ups"
@@ -162,7 +162,7 @@ func (s *Server) ship(ctx context.Context, req *mcp.CallToolRequest, job shipJob
 	if err != nil {
 		return errorResult(err)
 	}
-	if o.State != session.Completed {
+	if o.State != elicitation.Completed {
 		e := ask.OutcomeError(o)
 		if errs, ok := o.Data["errors"].([]validator.FieldError); ok && len(errs) > 0 {
 			e.Errors = errs
@@ -207,21 +207,21 @@ func (l *shipLoop) form(res shipping.Result) (collectForm, error) {
 
 // next writes the valid answers back, checks the body again, and asks for what is invalid
 // or newly required, or finishes.
-func (l *shipLoop) next(data map[string]any) session.Next {
+func (l *shipLoop) next(data map[string]any) elicitation.Next {
 	answers, _ := data["answers"].(map[string]any)
 	errs, _ := data["errors"].([]validator.FieldError)
 	if _, err := preflight.WriteBack(l.body, l.current, answers); err != nil {
-		return session.Next{Data: map[string]any{"error": malformedError(err)}}
+		return elicitation.Next{Data: map[string]any{"error": malformedError(err)}}
 	}
 	res, err := shipping.Check(l.body, l.job.kind, l.job.option, shipping.Env{AccountNumber: l.env})
 	if err != nil {
-		return session.Next{Data: map[string]any{"error": malformedError(err)}}
+		return elicitation.Next{Data: map[string]any{"error": malformedError(err)}}
 	}
 	if st := res.Structural(); len(st) > 0 {
-		return session.Next{Data: map[string]any{"error": structuralError(st)}}
+		return elicitation.Next{Data: map[string]any{"error": structuralError(st)}}
 	}
 	if len(res.Missing) == 0 {
-		return session.Next{Data: map[string]any{"body": res.Body}}
+		return elicitation.Next{Data: map[string]any{"body": res.Body}}
 	}
 	var msg strings.Builder
 	if len(errs) > 0 {
@@ -239,9 +239,9 @@ func (l *shipLoop) next(data map[string]any) session.Next {
 	msg.WriteString("\n" + l.job.header(len(res.Missing)))
 	form, err := l.form(res)
 	if err != nil {
-		return session.Next{Data: map[string]any{"error": ask.Errorf(ask.CodeFailed, "form", "%s", err.Error())}}
+		return elicitation.Next{Data: map[string]any{"error": ask.Errorf(ask.CodeFailed, "form", "%s", err.Error())}}
 	}
-	return session.Next{Data: map[string]any{"body": res.Body, "errors": errs}, FollowUp: &session.Step{Message: msg.String(), Form: form}}
+	return elicitation.Next{Data: map[string]any{"body": res.Body, "errors": errs}, FollowUp: &elicitation.Step{Message: msg.String(), Form: form}}
 }
 
 // finishShipment turns the completed body into the tool's result: the dry-run body, or

@@ -24,7 +24,7 @@ import (
 
 	"golang.org/x/time/rate"
 
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/tools"
 	"github.com/elicitd/elicitd/tools/ups"
 )
@@ -118,14 +118,14 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		// anything a call still in flight starts, ends as client_gone, quietly.
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
 		defer cancel()
-		_ = srv.Close(ctx, session.ClientGone)
+		_ = srv.Close(ctx, elicitation.ClientGone)
 		return 0
 	case sig := <-sigs:
 		logger.Info("shutting down", "signal", sig.String())
 		deadline := time.Now().Add(exitWithin)
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
 		defer cancel()
-		if err := srv.Close(ctx, session.Shutdown); err != nil {
+		if err := srv.Close(ctx, elicitation.Shutdown); err != nil {
 			logger.Warn("shutdown did not finish in time", "error", err)
 		}
 		// The waiting tool calls have been answered; give their responses a moment to be

@@ -15,7 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/ask"
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 )
 
 // Booking is the form, derived from the struct's fields and tags.
@@ -63,7 +63,7 @@ func newServer() (*mcp.Server, *ask.Elicitor) {
 
 func main() {
 	server, x := newServer()
-	defer func() { _ = x.Close(context.Background(), session.Shutdown) }()
+	defer func() { _ = x.Close(context.Background(), elicitation.Shutdown) }()
 	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {
 		log.Fatal(err)
 	}

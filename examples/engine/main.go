@@ -13,8 +13,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/registry"
-	"github.com/elicitd/elicitd/session"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -51,10 +51,10 @@ func main() {
 	reg := registry.New(registry.Config{MaxLive: 10})
 	answers := []map[string]any{{"weight_kg": "abc"}, {"weight_kg": " 5 "}}
 
-	person := make(chan session.Prompt, 1)
-	e, err := reg.Start("demo-client", session.Spec{
+	person := make(chan elicitation.Prompt, 1)
+	e, err := reg.Start("demo-client", elicitation.Spec{
 		Title: "package weight", Tool: "example", Message: "How heavy is the package?",
-		Form: weightForm{}, Prompter: session.PrompterFunc(func(p session.Prompt) { person <- p }),
+		Form: weightForm{}, Prompter: elicitation.PrompterFunc(func(p elicitation.Prompt) { person <- p }),
 		Timeout: time.Minute,
 	})
 	if err != nil {
@@ -66,7 +66,7 @@ func main() {
 			fmt.Printf("prompt %d of %d: %q\n", p.Round, p.MaxAttempts, p.Message)
 			a := answers[p.Round-1]
 			fmt.Printf("  the person types %v\n", a["weight_kg"])
-			_ = p.Elicitation.Answer(session.Answer{Round: p.Round, Action: session.Accept, Content: a})
+			_ = p.Elicitation.Answer(elicitation.Answer{Round: p.Round, Action: elicitation.Accept, Content: a})
 		}
 	}()
 
@@ -75,7 +75,7 @@ func main() {
 	fmt.Printf("outcome: %s after %d attempts, data %v\n", o.State, o.Attempts, o.Data)
 	fmt.Printf("live elicitations left: %d\n", reg.Len())
 	_ = reg.Shutdown(context.Background())
-	if o.State != session.Completed {
+	if o.State != elicitation.Completed {
 		os.Exit(1)
 	}
 }

@@ -1,4 +1,4 @@
-package session
+package elicitation
 
 import (
 	"encoding/json"
@@ -88,7 +88,7 @@ type SpecError struct {
 }
 
 func (e *SpecError) Error() string {
-	return fmt.Sprintf("session: spec field %s %s", e.Field, e.Problem)
+	return fmt.Sprintf("elicitation: spec field %s %s", e.Field, e.Problem)
 }
 
 // Check reports the first problem that would make Start refuse s, as a *SpecError.

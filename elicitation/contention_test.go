@@ -1,4 +1,4 @@
-package session_test
+package elicitation_test
 
 import (
 	"errors"
@@ -10,8 +10,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/elicitd/elicitd/session"
-	"github.com/elicitd/elicitd/session/sessiontest"
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicitation/elicitationtest"
 )
 
 // 100 goroutines race a valid answer, a decline, a cancel, extensions and the deadline on one
@@ -37,7 +37,7 @@ func TestExactlyOnceUnderContention(t *testing.T) {
 			switch {
 			case err == nil:
 				ok.Add(1)
-			case errors.Is(err, session.ErrFinished):
+			case errors.Is(err, elicitation.ErrFinished):
 			default:
 				unexpected.Store(err)
 			}
@@ -49,11 +49,11 @@ func TestExactlyOnceUnderContention(t *testing.T) {
 				<-start
 				switch i % 5 {
 				case 0:
-					check(e.Answer(sessiontest.Accept(1, "Ada")), &accepted)
+					check(e.Answer(elicitationtest.Accept(1, "Ada")), &accepted)
 				case 1:
-					check(e.Answer(session.Answer{Round: 1, Action: session.Decline}), &declined)
+					check(e.Answer(elicitation.Answer{Round: 1, Action: elicitation.Decline}), &declined)
 				case 2:
-					check(e.Cancel(session.Operator), &cancelled)
+					check(e.Cancel(elicitation.Operator), &cancelled)
 				case 3:
 					_, err := e.Extend(time.Second)
 					check(err, &extended)
@@ -70,23 +70,23 @@ func TestExactlyOnceUnderContention(t *testing.T) {
 		wg.Wait()
 		require.Nil(t, unexpected.Load())
 
-		o := sessiontest.WaitDone(t, e)
+		o := elicitationtest.WaitDone(t, e)
 		enders := accepted.Load() + declined.Load() + cancelled.Load()
 		switch {
-		case o.State == session.Completed:
+		case o.State == elicitation.Completed:
 			assert.Equal(t, int64(1), accepted.Load())
 			assert.Equal(t, map[string]any{"name": "Ada"}, o.Data)
-		case o.State == session.Cancelled && o.Reason == session.Declined:
+		case o.State == elicitation.Cancelled && o.Reason == elicitation.Declined:
 			assert.Equal(t, int64(1), declined.Load())
-		case o.State == session.Cancelled && o.Reason == session.Operator:
+		case o.State == elicitation.Cancelled && o.Reason == elicitation.Operator:
 			assert.Equal(t, int64(1), cancelled.Load())
-		case o.State == session.TimedOut:
+		case o.State == elicitation.TimedOut:
 			assert.Equal(t, int64(0), enders)
 			assert.False(t, o.Ended.Before(o.Created.Add(time.Minute)))
 		default:
 			t.Fatalf("unexpected outcome %+v", o)
 		}
-		if o.State != session.TimedOut {
+		if o.State != elicitation.TimedOut {
 			require.Equal(t, int64(1), enders, "exactly one terminal event was acknowledged")
 		}
 		require.EqualValues(t, 1, f.ends.Load(), "the end hook ran once")

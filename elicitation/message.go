@@ -1,4 +1,4 @@
-package session
+package elicitation
 
 import (
 	"errors"
@@ -107,10 +107,10 @@ type Snapshot struct {
 var (
 	// ErrFinished: the elicitation had already reached a terminal state (or reached one at
 	// this instant because its deadline had passed). Nothing was changed.
-	ErrFinished = errors.New("session: elicitation has already finished")
+	ErrFinished = errors.New("elicitation: elicitation has already finished")
 	// ErrStaleRound: the answer names a prompt other than the current one. Nothing was changed.
-	ErrStaleRound = errors.New("session: answer is not for the current prompt")
+	ErrStaleRound = errors.New("elicitation: answer is not for the current prompt")
 	// ErrInvalidEvent: the answer's action, the cancel reason or the extension is not one
 	// the elicitation accepts. Nothing was changed.
-	ErrInvalidEvent = errors.New("session: invalid event")
+	ErrInvalidEvent = errors.New("elicitation: invalid event")
 )

@@ -1,4 +1,4 @@
-package session_test
+package elicitation_test
 
 import (
 	"context"
@@ -12,76 +12,76 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/elicitd/elicitd/session"
-	"github.com/elicitd/elicitd/session/sessiontest"
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicitation/elicitationtest"
 	"github.com/elicitd/elicitd/validator"
 )
 
 type fixture struct {
 	clk     *clock.Mock
-	form    *sessiontest.NameForm
-	prompts sessiontest.Prompts
+	form    *elicitationtest.NameForm
+	prompts elicitationtest.Prompts
 	ends    atomic.Int64
 }
 
 func newFixture() *fixture {
-	return &fixture{clk: clock.NewMock(), form: &sessiontest.NameForm{}, prompts: sessiontest.NewPrompts(64)}
+	return &fixture{clk: clock.NewMock(), form: &elicitationtest.NameForm{}, prompts: elicitationtest.NewPrompts(64)}
 }
 
-func (f *fixture) spec() session.Spec {
-	return session.Spec{Title: "Your name", Tool: "ask_user", Message: "What is your name?", Form: f.form, Prompter: f.prompts}
+func (f *fixture) spec() elicitation.Spec {
+	return elicitation.Spec{Title: "Your name", Tool: "ask_user", Message: "What is your name?", Form: f.form, Prompter: f.prompts}
 }
 
-func (f *fixture) start(t *testing.T, spec session.Spec) *session.Elicitation {
+func (f *fixture) start(t *testing.T, spec elicitation.Spec) *elicitation.Elicitation {
 	t.Helper()
-	e, err := session.Start("e1", spec, session.Env{Clock: f.clk, OnEnd: func(session.Outcome) { f.ends.Add(1) }})
+	e, err := elicitation.Start("e1", spec, elicitation.Env{Clock: f.clk, OnEnd: func(elicitation.Outcome) { f.ends.Add(1) }})
 	require.NoError(t, err)
 	return e
 }
 
 func TestStateAndReasonNames(t *testing.T) {
-	assert.Equal(t, "pending", session.Pending.String())
-	assert.Equal(t, "active", session.Active.String())
-	assert.Equal(t, "completed", session.Completed.String())
-	assert.Equal(t, "cancelled", session.Cancelled.String())
-	assert.Equal(t, "timeout", session.TimedOut.String())
-	assert.Equal(t, "unknown", session.State(99).String())
-	for s := range session.NumStates {
-		st := session.State(s)
-		assert.Equal(t, st == session.Completed || st == session.Cancelled || st == session.TimedOut, st.Terminal(), st.String())
+	assert.Equal(t, "pending", elicitation.Pending.String())
+	assert.Equal(t, "active", elicitation.Active.String())
+	assert.Equal(t, "completed", elicitation.Completed.String())
+	assert.Equal(t, "cancelled", elicitation.Cancelled.String())
+	assert.Equal(t, "timeout", elicitation.TimedOut.String())
+	assert.Equal(t, "unknown", elicitation.State(99).String())
+	for s := range elicitation.NumStates {
+		st := elicitation.State(s)
+		assert.Equal(t, st == elicitation.Completed || st == elicitation.Cancelled || st == elicitation.TimedOut, st.Terminal(), st.String())
 	}
 	seen := map[string]bool{}
-	for r := 1; r < session.NumReasons; r++ {
-		name := session.Reason(r).String()
+	for r := 1; r < elicitation.NumReasons; r++ {
+		name := elicitation.Reason(r).String()
 		assert.NotEmpty(t, name)
 		assert.False(t, seen[name], "reason name %q used twice", name)
 		seen[name] = true
 	}
-	assert.Equal(t, "client_gone", session.ClientGone.String())
-	assert.Equal(t, "", session.None.String())
-	assert.Equal(t, "cancel", session.Cancel.String())
+	assert.Equal(t, "client_gone", elicitation.ClientGone.String())
+	assert.Equal(t, "", elicitation.None.String())
+	assert.Equal(t, "cancel", elicitation.Cancel.String())
 }
 
 func TestStartRejectsBadSpec(t *testing.T) {
 	f := newFixture()
 	cases := []struct {
 		field string
-		edit  func(*session.Spec)
+		edit  func(*elicitation.Spec)
 	}{
-		{"Form", func(s *session.Spec) { s.Form = nil }},
-		{"Prompter", func(s *session.Spec) { s.Prompter = nil }},
-		{"Message", func(s *session.Spec) { s.Message = "" }},
-		{"MaxAttempts", func(s *session.Spec) { s.MaxAttempts = -1 }},
-		{"Timeout", func(s *session.Spec) { s.Timeout = -time.Second }},
-		{"MaxLifetime", func(s *session.Spec) { s.MaxLifetime = -time.Second }},
-		{"Timeout", func(s *session.Spec) { s.Timeout = time.Hour; s.MaxLifetime = time.Minute }},
+		{"Form", func(s *elicitation.Spec) { s.Form = nil }},
+		{"Prompter", func(s *elicitation.Spec) { s.Prompter = nil }},
+		{"Message", func(s *elicitation.Spec) { s.Message = "" }},
+		{"MaxAttempts", func(s *elicitation.Spec) { s.MaxAttempts = -1 }},
+		{"Timeout", func(s *elicitation.Spec) { s.Timeout = -time.Second }},
+		{"MaxLifetime", func(s *elicitation.Spec) { s.MaxLifetime = -time.Second }},
+		{"Timeout", func(s *elicitation.Spec) { s.Timeout = time.Hour; s.MaxLifetime = time.Minute }},
 	}
 	for _, c := range cases {
 		spec := f.spec()
 		c.edit(&spec)
-		e, err := session.Start("x", spec, session.Env{Clock: f.clk})
+		e, err := elicitation.Start("x", spec, elicitation.Env{Clock: f.clk})
 		assert.Nil(t, e)
-		var se *session.SpecError
+		var se *elicitation.SpecError
 		require.ErrorAs(t, err, &se, c.field)
 		assert.Equal(t, c.field, se.Field)
 		assert.Contains(t, err.Error(), c.field)
@@ -97,22 +97,22 @@ func TestValidAnswerCompletes(t *testing.T) {
 	assert.Equal(t, "What is your name?", p.Message)
 	assert.Same(t, e, p.Elicitation)
 	snap := e.Snapshot()
-	assert.Equal(t, session.Active, snap.State)
+	assert.Equal(t, elicitation.Active, snap.State)
 	assert.Equal(t, 1, snap.Attempt)
 	assert.Equal(t, "Your name", snap.Title)
 	assert.Equal(t, "ask_user", snap.Tool)
-	assert.True(t, snap.Deadline.Equal(f.clk.Now().Add(session.DefaultTimeout)))
+	assert.True(t, snap.Deadline.Equal(f.clk.Now().Add(elicitation.DefaultTimeout)))
 
 	f.clk.Add(time.Minute)
-	require.NoError(t, e.Answer(sessiontest.Accept(1, "  Ada ")))
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.Completed, o.State)
-	assert.Equal(t, session.None, o.Reason)
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "  Ada ")))
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Completed, o.State)
+	assert.Equal(t, elicitation.None, o.Reason)
 	assert.Equal(t, map[string]any{"name": "Ada"}, o.Data)
 	assert.Equal(t, 1, o.Attempts)
 	assert.Equal(t, "e1", o.ID)
 	assert.True(t, o.Ended.Sub(o.Created) == time.Minute)
-	assert.Equal(t, session.Completed, e.Snapshot().State)
+	assert.Equal(t, elicitation.Completed, e.Snapshot().State)
 	assert.EqualValues(t, 1, f.ends.Load())
 	assert.True(t, f.prompts.Empty())
 }
@@ -121,19 +121,19 @@ func TestEveryEventAfterTheEndIsRefused(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
 	f.prompts.Next(t)
-	require.NoError(t, e.Cancel(session.Operator))
+	require.NoError(t, e.Cancel(elicitation.Operator))
 	before, _ := e.Outcome()
 
-	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrFinished)
-	assert.ErrorIs(t, e.Cancel(session.Shutdown), session.ErrFinished)
+	assert.ErrorIs(t, e.Answer(elicitationtest.Accept(1, "Ada")), elicitation.ErrFinished)
+	assert.ErrorIs(t, e.Cancel(elicitation.Shutdown), elicitation.ErrFinished)
 	_, err := e.Extend(time.Minute)
-	assert.ErrorIs(t, err, session.ErrFinished)
-	f.clk.Add(session.DefaultTimeout)
+	assert.ErrorIs(t, err, elicitation.ErrFinished)
+	f.clk.Add(elicitation.DefaultTimeout)
 
 	after, _ := e.Outcome()
 	assert.Equal(t, before, after)
-	assert.Equal(t, session.Cancelled, after.State)
-	assert.Equal(t, session.Operator, after.Reason)
+	assert.Equal(t, elicitation.Cancelled, after.State)
+	assert.Equal(t, elicitation.Operator, after.Reason)
 	assert.EqualValues(t, 1, f.ends.Load())
 }
 
@@ -141,7 +141,7 @@ func TestInvalidAnswerRepromptsWithErrorsFirst(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
 	f.prompts.Next(t)
-	require.NoError(t, e.Answer(sessiontest.Accept(1, "   ")))
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "   ")))
 	p := f.prompts.Next(t)
 	assert.Equal(t, 2, p.Round)
 	assert.True(t, strings.HasPrefix(p.Message, "Name: is required\n"), p.Message)
@@ -150,9 +150,9 @@ func TestInvalidAnswerRepromptsWithErrorsFirst(t *testing.T) {
 	assert.Equal(t, "name", p.Errors[0].Field)
 	assert.Equal(t, 2, e.Snapshot().Attempt)
 
-	require.NoError(t, e.Answer(sessiontest.Accept(2, "Grace")))
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.Completed, o.State)
+	require.NoError(t, e.Answer(elicitationtest.Accept(2, "Grace")))
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Completed, o.State)
 	assert.Equal(t, 2, o.Attempts)
 	assert.Empty(t, o.Errors)
 	assert.Equal(t, "Grace", o.Data["name"])
@@ -164,11 +164,11 @@ func TestMaxAttemptsCancelsWithLastErrors(t *testing.T) {
 	for round := 1; round <= 3; round++ {
 		p := f.prompts.Next(t)
 		require.Equal(t, round, p.Round)
-		require.NoError(t, e.Answer(sessiontest.Accept(round, "")))
+		require.NoError(t, e.Answer(elicitationtest.Accept(round, "")))
 	}
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.Cancelled, o.State)
-	assert.Equal(t, session.MaxAttempts, o.Reason)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Cancelled, o.State)
+	assert.Equal(t, elicitation.MaxAttempts, o.Reason)
 	assert.Equal(t, 3, o.Attempts)
 	require.Len(t, o.Errors, 1)
 	assert.Equal(t, "required", o.Errors[0].Constraint)
@@ -181,23 +181,23 @@ func TestMaxAttemptsOfOne(t *testing.T) {
 	spec.MaxAttempts = 1
 	e := f.start(t, spec)
 	f.prompts.Next(t)
-	require.NoError(t, e.Answer(sessiontest.Accept(1, "")))
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.MaxAttempts, o.Reason)
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "")))
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.MaxAttempts, o.Reason)
 	assert.Equal(t, 1, o.Attempts)
 }
 
 func TestPersonEndsIt(t *testing.T) {
 	boom := errors.New("stdio closed")
 	cases := []struct {
-		answer session.Answer
-		reason session.Reason
+		answer elicitation.Answer
+		reason elicitation.Reason
 		err    error
 	}{
-		{session.Answer{Round: 1, Action: session.Decline}, session.Declined, nil},
-		{session.Answer{Round: 1, Action: session.Cancel}, session.UserCancelled, nil},
-		{session.Answer{Round: 1, Action: session.Failed, Err: boom}, session.TransportError, boom},
-		{session.Answer{Round: 1, Action: session.Unusable, Err: boom}, session.InvalidResponse, boom},
+		{elicitation.Answer{Round: 1, Action: elicitation.Decline}, elicitation.Declined, nil},
+		{elicitation.Answer{Round: 1, Action: elicitation.Cancel}, elicitation.UserCancelled, nil},
+		{elicitation.Answer{Round: 1, Action: elicitation.Failed, Err: boom}, elicitation.TransportError, boom},
+		{elicitation.Answer{Round: 1, Action: elicitation.Unusable, Err: boom}, elicitation.InvalidResponse, boom},
 	}
 	for _, c := range cases {
 		t.Run(c.reason.String(), func(t *testing.T) {
@@ -205,8 +205,8 @@ func TestPersonEndsIt(t *testing.T) {
 			e := f.start(t, f.spec())
 			f.prompts.Next(t)
 			require.NoError(t, e.Answer(c.answer))
-			o := sessiontest.WaitDone(t, e)
-			assert.Equal(t, session.Cancelled, o.State)
+			o := elicitationtest.WaitDone(t, e)
+			assert.Equal(t, elicitation.Cancelled, o.State)
 			assert.Equal(t, c.reason, o.Reason)
 			assert.Equal(t, c.err, o.Err)
 			assert.Nil(t, o.Data)
@@ -220,38 +220,38 @@ func TestRejectionsSkipTheFormCheck(t *testing.T) {
 	e := f.start(t, f.spec())
 	f.prompts.Next(t)
 	rej := []validator.FieldError{{Field: "name", Constraint: "schema", Message: "content does not match requested schema: name"}}
-	require.NoError(t, e.Answer(session.Answer{Round: 1, Action: session.Accept, Content: map[string]any{"name": "Ada"}, Rejections: rej}))
+	require.NoError(t, e.Answer(elicitation.Answer{Round: 1, Action: elicitation.Accept, Content: map[string]any{"name": "Ada"}, Rejections: rej}))
 	p := f.prompts.Next(t)
 	assert.Equal(t, 2, p.Round)
 	assert.True(t, strings.HasPrefix(p.Message, rej[0].Message))
 	assert.EqualValues(t, 0, f.form.Calls.Load())
-	require.NoError(t, e.Cancel(session.Operator))
+	require.NoError(t, e.Cancel(elicitation.Operator))
 }
 
 func TestStaleAndInvalidEventsChangeNothing(t *testing.T) {
 	f := newFixture()
 	e := f.start(t, f.spec())
 	f.prompts.Next(t)
-	assert.ErrorIs(t, e.Answer(sessiontest.Accept(2, "Ada")), session.ErrStaleRound)
-	assert.ErrorIs(t, e.Answer(sessiontest.Accept(0, "Ada")), session.ErrStaleRound)
-	assert.ErrorIs(t, e.Answer(session.Answer{Round: 1}), session.ErrInvalidEvent)
-	assert.ErrorIs(t, e.Answer(session.Answer{Round: 1, Action: 77}), session.ErrInvalidEvent)
-	assert.ErrorIs(t, e.Cancel(session.None), session.ErrInvalidEvent)
-	assert.ErrorIs(t, e.Cancel(session.Reason(200)), session.ErrInvalidEvent)
+	assert.ErrorIs(t, e.Answer(elicitationtest.Accept(2, "Ada")), elicitation.ErrStaleRound)
+	assert.ErrorIs(t, e.Answer(elicitationtest.Accept(0, "Ada")), elicitation.ErrStaleRound)
+	assert.ErrorIs(t, e.Answer(elicitation.Answer{Round: 1}), elicitation.ErrInvalidEvent)
+	assert.ErrorIs(t, e.Answer(elicitation.Answer{Round: 1, Action: 77}), elicitation.ErrInvalidEvent)
+	assert.ErrorIs(t, e.Cancel(elicitation.None), elicitation.ErrInvalidEvent)
+	assert.ErrorIs(t, e.Cancel(elicitation.Reason(200)), elicitation.ErrInvalidEvent)
 	_, err := e.Extend(0)
-	assert.ErrorIs(t, err, session.ErrInvalidEvent)
+	assert.ErrorIs(t, err, elicitation.ErrInvalidEvent)
 	_, err = e.Extend(-time.Second)
-	assert.ErrorIs(t, err, session.ErrInvalidEvent)
+	assert.ErrorIs(t, err, elicitation.ErrInvalidEvent)
 
 	snap := e.Snapshot()
-	assert.Equal(t, session.Active, snap.State)
+	assert.Equal(t, elicitation.Active, snap.State)
 	assert.Equal(t, 1, snap.Attempt)
 
-	require.NoError(t, e.Answer(sessiontest.Accept(1, "")))
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "")))
 	f.prompts.Next(t)
-	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrStaleRound, "an answer to an earlier round")
-	require.NoError(t, e.Answer(sessiontest.Accept(2, "Ada")))
-	assert.Equal(t, session.Completed, sessiontest.WaitDone(t, e).State)
+	assert.ErrorIs(t, e.Answer(elicitationtest.Accept(1, "Ada")), elicitation.ErrStaleRound, "an answer to an earlier round")
+	require.NoError(t, e.Answer(elicitationtest.Accept(2, "Ada")))
+	assert.Equal(t, elicitation.Completed, elicitationtest.WaitDone(t, e).State)
 }
 
 func TestDeadlineTimesOut(t *testing.T) {
@@ -267,12 +267,12 @@ func TestDeadlineTimesOut(t *testing.T) {
 	_, err := e.Extend(time.Nanosecond)
 	require.NoError(t, err)
 	f.clk.Add(2 * time.Nanosecond)
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.TimedOut, o.State)
-	assert.Equal(t, session.None, o.Reason)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.TimedOut, o.State)
+	assert.Equal(t, elicitation.None, o.Reason)
 	assert.True(t, o.Ended.Equal(start.Add(time.Minute+time.Nanosecond)), "ended %v", o.Ended)
 	assert.Equal(t, 1, o.Attempts)
-	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrFinished)
+	assert.ErrorIs(t, e.Answer(elicitationtest.Accept(1, "Ada")), elicitation.ErrFinished)
 	assert.EqualValues(t, 1, f.ends.Load())
 }
 
@@ -283,16 +283,16 @@ func TestAnswerAtTheDeadlineLoses(t *testing.T) {
 	timers := clock.NewMock() // never moved: the timer cannot fire, only the rule decides
 	spec := f.spec()
 	spec.Timeout = time.Minute
-	e, err := session.Start("e1", spec, session.Env{Clock: sessiontest.FrozenTimers{Mock: f.clk, Timers: timers}})
+	e, err := elicitation.Start("e1", spec, elicitation.Env{Clock: elicitationtest.FrozenTimers{Mock: f.clk, Timers: timers}})
 	require.NoError(t, err)
 	f.prompts.Next(t)
 	f.clk.Add(time.Minute - time.Nanosecond)
 	_, err = e.Extend(time.Nanosecond) // a round trip: live one nanosecond before
 	require.NoError(t, err)
 	f.clk.Add(2 * time.Nanosecond) // exactly at the extended deadline
-	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrFinished)
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.TimedOut, o.State)
+	assert.ErrorIs(t, e.Answer(elicitationtest.Accept(1, "Ada")), elicitation.ErrFinished)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.TimedOut, o.State)
 	assert.True(t, o.Ended.Equal(o.Created.Add(time.Minute+time.Nanosecond)))
 	assert.Nil(t, o.Data)
 }
@@ -306,9 +306,9 @@ func TestAnswerAtTheDeadlineLosesToAFiredTimer(t *testing.T) {
 	e := f.start(t, spec)
 	f.prompts.Next(t)
 	f.clk.Add(time.Minute) // the timer fires now; the actor may or may not have taken it yet
-	assert.ErrorIs(t, e.Answer(sessiontest.Accept(1, "Ada")), session.ErrFinished)
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.TimedOut, o.State)
+	assert.ErrorIs(t, e.Answer(elicitationtest.Accept(1, "Ada")), elicitation.ErrFinished)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.TimedOut, o.State)
 	assert.Nil(t, o.Data)
 }
 
@@ -319,19 +319,19 @@ func TestAnswerJustBeforeTheDeadlineWins(t *testing.T) {
 	e := f.start(t, spec)
 	f.prompts.Next(t)
 	f.clk.Add(time.Minute - time.Nanosecond)
-	require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
 	f.clk.Add(time.Hour)
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.Completed, o.State)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Completed, o.State)
 }
 
 // A deadline that has passed on the clock ends the elicitation at the next event, even if
 // the timer's fire has not been taken yet: every kind of event sees it.
 func TestAnyEventAfterTheDeadlineTimesOut(t *testing.T) {
-	events := map[string]func(*session.Elicitation) error{
-		"cancel": func(e *session.Elicitation) error { return e.Cancel(session.Operator) },
-		"extend": func(e *session.Elicitation) error { _, err := e.Extend(time.Hour); return err },
-		"answer": func(e *session.Elicitation) error { return e.Answer(sessiontest.Accept(1, "Ada")) },
+	events := map[string]func(*elicitation.Elicitation) error{
+		"cancel": func(e *elicitation.Elicitation) error { return e.Cancel(elicitation.Operator) },
+		"extend": func(e *elicitation.Elicitation) error { _, err := e.Extend(time.Hour); return err },
+		"answer": func(e *elicitation.Elicitation) error { return e.Answer(elicitationtest.Accept(1, "Ada")) },
 	}
 	for name, ev := range events {
 		t.Run(name, func(t *testing.T) {
@@ -341,8 +341,8 @@ func TestAnyEventAfterTheDeadlineTimesOut(t *testing.T) {
 			e := f.start(t, spec)
 			f.prompts.Next(t)
 			f.clk.Add(2 * time.Minute)
-			assert.ErrorIs(t, ev(e), session.ErrFinished)
-			assert.Equal(t, session.TimedOut, sessiontest.WaitDone(t, e).State)
+			assert.ErrorIs(t, ev(e), elicitation.ErrFinished)
+			assert.Equal(t, elicitation.TimedOut, elicitationtest.WaitDone(t, e).State)
 		})
 	}
 }
@@ -371,10 +371,10 @@ func TestExtendMovesTheDeadlineWithinTheLifetime(t *testing.T) {
 	assert.True(t, d.Equal(start.Add(10*time.Minute)), "no further than the lifetime")
 
 	f.clk.Add(9*time.Minute - time.Nanosecond)
-	require.Equal(t, session.Active, e.Snapshot().State)
+	require.Equal(t, elicitation.Active, e.Snapshot().State)
 	f.clk.Add(time.Nanosecond)
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.TimedOut, o.State)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.TimedOut, o.State)
 	assert.True(t, o.Ended.Equal(start.Add(10*time.Minute)))
 }
 
@@ -392,38 +392,38 @@ func TestExtendRearmsTheTimer(t *testing.T) {
 		_, err = e.Extend(time.Nanosecond)
 		require.NoError(t, err, "still live at the deadline it had before extending")
 	}
-	require.NoError(t, e.Cancel(session.Operator))
+	require.NoError(t, e.Cancel(elicitation.Operator))
 }
 
 func TestFollowUpCountsAsAnAttempt(t *testing.T) {
 	f := newFixture()
-	second := &sessiontest.NameForm{}
+	second := &elicitationtest.NameForm{}
 	spec := f.spec()
 	var calls int
-	spec.Continue = func(data map[string]any) session.Next {
+	spec.Continue = func(data map[string]any) elicitation.Next {
 		calls++
 		if calls == 1 {
-			return session.Next{Data: map[string]any{"first": data["name"]}, FollowUp: &session.Step{Message: "And your friend?", Form: second}}
+			return elicitation.Next{Data: map[string]any{"first": data["name"]}, FollowUp: &elicitation.Step{Message: "And your friend?", Form: second}}
 		}
-		return session.Next{Data: map[string]any{"first": "Ada", "second": data["name"]}}
+		return elicitation.Next{Data: map[string]any{"first": "Ada", "second": data["name"]}}
 	}
 	e := f.start(t, spec)
 	f.prompts.Next(t)
-	require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
 	p := f.prompts.Next(t)
 	assert.Equal(t, 2, p.Round)
 	assert.Equal(t, "And your friend?", p.Message)
 	assert.Same(t, second, p.Form)
 
-	require.NoError(t, e.Answer(sessiontest.Accept(2, " ")))
+	require.NoError(t, e.Answer(elicitationtest.Accept(2, " ")))
 	p = f.prompts.Next(t)
 	assert.Equal(t, 3, p.Round)
 	assert.True(t, strings.HasPrefix(p.Message, "Name: is required"))
 	assert.True(t, strings.HasSuffix(p.Message, "And your friend?"), "a re-prompt repeats the follow-up, not the first step")
 
-	require.NoError(t, e.Answer(sessiontest.Accept(3, "Bob")))
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.Completed, o.State)
+	require.NoError(t, e.Answer(elicitationtest.Accept(3, "Bob")))
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Completed, o.State)
 	assert.Equal(t, map[string]any{"first": "Ada", "second": "Bob"}, o.Data)
 	assert.Equal(t, 3, o.Attempts)
 	assert.EqualValues(t, 2, second.Calls.Load())
@@ -433,36 +433,36 @@ func TestFollowUpWithNoAttemptLeftKeepsTheData(t *testing.T) {
 	f := newFixture()
 	spec := f.spec()
 	spec.MaxAttempts = 1
-	spec.Continue = func(data map[string]any) session.Next {
-		return session.Next{FollowUp: &session.Step{Message: "more", Form: f.form}}
+	spec.Continue = func(data map[string]any) elicitation.Next {
+		return elicitation.Next{FollowUp: &elicitation.Step{Message: "more", Form: f.form}}
 	}
 	e := f.start(t, spec)
 	f.prompts.Next(t)
-	require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.Cancelled, o.State)
-	assert.Equal(t, session.MaxAttempts, o.Reason)
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Cancelled, o.State)
+	assert.Equal(t, elicitation.MaxAttempts, o.Reason)
 	assert.Equal(t, map[string]any{"name": "Ada"}, o.Data, "the answer already given is not lost")
 	assert.Empty(t, o.Errors)
 }
 
 func TestOnEndRunsBeforeDoneCloses(t *testing.T) {
 	f := newFixture()
-	var e *session.Elicitation
+	var e *elicitation.Elicitation
 	var sawOpen atomic.Bool
 	started := make(chan struct{})
-	e, err := session.Start("e2", f.spec(), session.Env{Clock: f.clk, OnEnd: func(o session.Outcome) {
+	e, err := elicitation.Start("e2", f.spec(), elicitation.Env{Clock: f.clk, OnEnd: func(o elicitation.Outcome) {
 		<-started
 		select {
 		case <-e.Done():
 		default:
-			sawOpen.Store(o.State == session.Cancelled && o.ID == "e2")
+			sawOpen.Store(o.State == elicitation.Cancelled && o.ID == "e2")
 		}
 	}})
 	require.NoError(t, err)
 	close(started)
 	f.prompts.Next(t)
-	require.NoError(t, e.Cancel(session.ClientGone))
+	require.NoError(t, e.Cancel(elicitation.ClientGone))
 	assert.True(t, sawOpen.Load())
 }
 
@@ -477,28 +477,28 @@ func TestWaitHonoursTheContext(t *testing.T) {
 	_, ok := e.Outcome()
 	assert.False(t, ok)
 
-	require.NoError(t, e.Answer(sessiontest.Accept(1, "Ada")))
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
 	o, err := e.Wait(context.Background())
 	require.NoError(t, err)
-	assert.Equal(t, session.Completed, o.State)
+	assert.Equal(t, elicitation.Completed, o.State)
 }
 
 func TestSnapshotOfAFreshElicitationIsConsistent(t *testing.T) {
 	f := newFixture()
 	block := make(chan struct{})
 	spec := f.spec()
-	spec.Prompter = session.PrompterFunc(func(p session.Prompt) { <-block; f.prompts <- p })
+	spec.Prompter = elicitation.PrompterFunc(func(p elicitation.Prompt) { <-block; f.prompts <- p })
 	e := f.start(t, spec)
 	s := e.Snapshot()
 	// The actor may not have run yet (pending, attempt 0) or be emitting (active, attempt 1).
-	if s.State == session.Pending {
+	if s.State == elicitation.Pending {
 		assert.Equal(t, 0, s.Attempt)
 	} else {
-		assert.Equal(t, session.Active, s.State)
+		assert.Equal(t, elicitation.Active, s.State)
 		assert.Equal(t, 1, s.Attempt)
 	}
 	close(block)
 	f.prompts.Next(t)
-	assert.Equal(t, session.Active, e.Snapshot().State)
-	require.NoError(t, e.Cancel(session.Shutdown))
+	assert.Equal(t, elicitation.Active, e.Snapshot().State)
+	require.NoError(t, e.Cancel(elicitation.Shutdown))
 }

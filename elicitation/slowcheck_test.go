@@ -1,4 +1,4 @@
-package session_test
+package elicitation_test
 
 import (
 	"encoding/json"
@@ -8,15 +8,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/elicitd/elicitd/session"
-	"github.com/elicitd/elicitd/session/sessiontest"
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicitation/elicitationtest"
 	"github.com/elicitd/elicitd/validator"
 )
 
 // slowForm's Validate signals that it has begun and then blocks until released: a check that
 // takes as long as the test likes.
 type slowForm struct {
-	sessiontest.NameForm
+	elicitationtest.NameForm
 	begun   chan struct{}
 	release chan struct{}
 }
@@ -36,13 +36,15 @@ func (f *slowForm) Validate(content map[string]any) (map[string]any, []validator
 func TestNothingWaitsForACheck(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
-		end   func(f *fixture, e *session.Elicitation)
-		state session.State
-		why   session.Reason
+		end   func(f *fixture, e *elicitation.Elicitation)
+		state elicitation.State
+		why   elicitation.Reason
 	}{
-		{"deadline", func(f *fixture, _ *session.Elicitation) { f.clk.Add(session.DefaultTimeout) }, session.TimedOut, session.None},
-		{"cancel", func(_ *fixture, e *session.Elicitation) { require.NoError(t, e.Cancel(session.ToolCallCancelled)) }, session.Cancelled, session.ToolCallCancelled},
-		{"shutdown", func(_ *fixture, e *session.Elicitation) { require.NoError(t, e.Cancel(session.Shutdown)) }, session.Cancelled, session.Shutdown},
+		{"deadline", func(f *fixture, _ *elicitation.Elicitation) { f.clk.Add(elicitation.DefaultTimeout) }, elicitation.TimedOut, elicitation.None},
+		{"cancel", func(_ *fixture, e *elicitation.Elicitation) {
+			require.NoError(t, e.Cancel(elicitation.ToolCallCancelled))
+		}, elicitation.Cancelled, elicitation.ToolCallCancelled},
+		{"shutdown", func(_ *fixture, e *elicitation.Elicitation) { require.NoError(t, e.Cancel(elicitation.Shutdown)) }, elicitation.Cancelled, elicitation.Shutdown},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := newFixture()
@@ -52,18 +54,18 @@ func TestNothingWaitsForACheck(t *testing.T) {
 			e := f.start(t, spec)
 			pr := f.prompts.Next(t)
 			answered := make(chan error, 1)
-			go func() { answered <- e.Answer(sessiontest.Accept(pr.Round, "Ada")) }()
+			go func() { answered <- e.Answer(elicitationtest.Accept(pr.Round, "Ada")) }()
 			select {
 			case <-form.begun:
-			case <-time.After(sessiontest.Failsafe):
+			case <-time.After(elicitationtest.Failsafe):
 				t.Fatal("the check never began")
 			}
 			tc.end(f, e) // while the check is still running
-			o := sessiontest.WaitDone(t, e)
+			o := elicitationtest.WaitDone(t, e)
 			assert.Equal(t, tc.state, o.State)
 			assert.Equal(t, tc.why, o.Reason)
 			close(form.release)
-			assert.ErrorIs(t, <-answered, session.ErrFinished, "the answer checked meanwhile came too late")
+			assert.ErrorIs(t, <-answered, elicitation.ErrFinished, "the answer checked meanwhile came too late")
 		})
 	}
 }
@@ -85,7 +87,7 @@ func (f keepForm) Validate(content map[string]any) (map[string]any, []validator.
 	return data, errs
 }
 
-func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, session.Form) {
+func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, elicitation.Form) {
 	data := map[string]any{}
 	for k, v := range f.kept {
 		data[k] = v
@@ -113,12 +115,12 @@ func TestAKeeperAsksOnlyForWhatWasWrong(t *testing.T) {
 	e := f.start(t, spec)
 	pr := f.prompts.Next(t)
 	assert.JSONEq(t, `["a","b"]`, string(pr.Form.WireSchema()))
-	require.NoError(t, e.Answer(session.Answer{Round: 1, Action: session.Accept, Content: map[string]any{"a": "ok", "b": "no"}}))
+	require.NoError(t, e.Answer(elicitation.Answer{Round: 1, Action: elicitation.Accept, Content: map[string]any{"a": "ok", "b": "no"}}))
 	pr = f.prompts.Next(t)
 	assert.JSONEq(t, `["b"]`, string(pr.Form.WireSchema()), "the re-prompt asks only the wrong field")
 	assert.Contains(t, pr.Message, "b: must be ok")
-	require.NoError(t, e.Answer(session.Answer{Round: 2, Action: session.Accept, Content: map[string]any{"b": "ok"}}))
-	o := sessiontest.WaitDone(t, e)
-	assert.Equal(t, session.Completed, o.State)
+	require.NoError(t, e.Answer(elicitation.Answer{Round: 2, Action: elicitation.Accept, Content: map[string]any{"b": "ok"}}))
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Completed, o.State)
 	assert.Equal(t, map[string]any{"a": "ok", "b": "ok"}, o.Data, "the kept answer is part of the data")
 }

@@ -1,7 +1,7 @@
-// Package sessiontest holds test doubles for code built on package session: a small form,
+// Package elicitationtest holds test doubles for code built on package elicitation: a small form,
 // a prompter that queues prompts, and waits bounded by a failsafe so a broken actor fails a
 // test instead of hanging it.
-package sessiontest
+package elicitationtest
 
 import (
 	"encoding/json"
@@ -12,7 +12,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
-	"github.com/elicitd/elicitd/session"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -30,7 +30,7 @@ func (f *NameForm) WireSchema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)
 }
 
-// Validate implements session.Form.
+// Validate implements elicitation.Form.
 func (f *NameForm) Validate(content map[string]any) (map[string]any, []validator.FieldError) {
 	f.Calls.Add(1)
 	name, _ := content["name"].(string)
@@ -42,28 +42,28 @@ func (f *NameForm) Validate(content map[string]any) (map[string]any, []validator
 }
 
 // Accept is an accepted answer to round with the given name.
-func Accept(round int, name string) session.Answer {
-	return session.Answer{Round: round, Action: session.Accept, Content: map[string]any{"name": name}}
+func Accept(round int, name string) elicitation.Answer {
+	return elicitation.Answer{Round: round, Action: elicitation.Accept, Content: map[string]any{"name": name}}
 }
 
 // Prompts is a Prompter that queues every prompt (up to its capacity) for the test to take.
-type Prompts chan session.Prompt
+type Prompts chan elicitation.Prompt
 
 // NewPrompts returns a queue with room for n prompts.
 func NewPrompts(n int) Prompts { return make(Prompts, n) }
 
-// Prompt implements session.Prompter.
-func (p Prompts) Prompt(pr session.Prompt) { p <- pr }
+// Prompt implements elicitation.Prompter.
+func (p Prompts) Prompt(pr elicitation.Prompt) { p <- pr }
 
 // Next takes the next prompt, failing the test if none comes.
-func (p Prompts) Next(t testing.TB) session.Prompt {
+func (p Prompts) Next(t testing.TB) elicitation.Prompt {
 	t.Helper()
 	select {
 	case pr := <-p:
 		return pr
 	case <-time.After(Failsafe):
 		t.Fatal("no prompt arrived")
-		return session.Prompt{}
+		return elicitation.Prompt{}
 	}
 }
 
@@ -71,7 +71,7 @@ func (p Prompts) Next(t testing.TB) session.Prompt {
 func (p Prompts) Empty() bool { return len(p) == 0 }
 
 // WaitDone waits for e's outcome, failing the test if it does not come.
-func WaitDone(t testing.TB, e *session.Elicitation) session.Outcome {
+func WaitDone(t testing.TB, e *elicitation.Elicitation) elicitation.Outcome {
 	t.Helper()
 	select {
 	case <-e.Done():

@@ -1,4 +1,4 @@
-package session
+package elicitation
 
 // State is where an elicitation is in its life. The zero value is Pending.
 //
