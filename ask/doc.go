@@ -5,8 +5,8 @@
 // (typed, as mcp.AddTool) or Elicitor.Handler (raw), and in the handler call Ask, Outcome or
 // a typed form's Ask with the handler's context:
 //
-//	x := ask.New(server, ask.Options{})
-//	ask.AddTool(x, server, &mcp.Tool{Name: "book"}, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
+//	el := ask.New(server, ask.Options{})
+//	ask.AddTool(el, server, &mcp.Tool{Name: "book"}, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
 //		seat, err := seatForm.Ask(ctx, "Which seat?")
 //		if err != nil {
 //			return nil, Out{}, err // declined, cancelled, timed out...: the client gets the error payload

@@ -105,29 +105,29 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	if o.PullIdle == 0 {
 		o.PullIdle = o.Timeout / 2
 	}
-	x := &Elicitor{clk: o.Clock, signer: newStateSigner(key), idPrefix: rand.Text()[:13] + "-", timeout: o.Timeout, maxAttempts: o.MaxAttempts,
+	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), idPrefix: rand.Text()[:13] + "-", timeout: o.Timeout, maxAttempts: o.MaxAttempts,
 		keepalive: o.Keepalive, pullIdle: o.PullIdle, log: o.Logger, ownerOf: o.Owner}
-	x.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: x.ended})
+	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
 	server.AddSendingMiddleware(attachWireSchema)
-	server.AddReceivingMiddleware(x.middleware)
-	return x
+	server.AddReceivingMiddleware(el.middleware)
+	return el
 }
 
 // Registry returns the registry of the Elicitor's live questions.
-func (x *Elicitor) Registry() *registry.Registry { return x.reg }
+func (el *Elicitor) Registry() *registry.Registry { return el.reg }
 
 // Close refuses new questions, ends every open one with reason (elicitation.Shutdown, say), so
 // the calls waiting on them return their results, and waits until those calls and every
 // pull-era handler have returned, or ctx ends.
-func (x *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error {
-	if err := x.reg.Close(ctx, reason); err != nil {
+func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error {
+	if err := el.reg.Close(ctx, reason); err != nil {
 		return err
 	}
-	for _, v := range x.calls.Range {
+	for _, v := range el.calls.Range {
 		v.(*call).kill(reason)
 	}
 	select {
-	case <-x.busy.none():
+	case <-el.busy.none():
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()
@@ -136,13 +136,13 @@ func (x *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error {
 
 // middleware counts tool calls for Close, turns an ask error a handler returned into the
 // error payload, and encodes input_required results without the null content.
-func (x *Elicitor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+func (el *Elicitor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
 		if method != "tools/call" {
 			return next(ctx, method, req)
 		}
-		x.busy.begin()
-		defer x.busy.end()
+		el.busy.begin()
+		defer el.busy.end()
 		res, err := next(ctx, method, req)
 		r, ok := res.(*mcp.CallToolResult)
 		switch {
@@ -162,22 +162,22 @@ func (x *Elicitor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 }
 
 // Owner returns the owner of req's questions.
-func (x *Elicitor) Owner(req *mcp.CallToolRequest) string {
-	if x.ownerOf != nil {
-		return x.ownerOf(req)
+func (el *Elicitor) Owner(req *mcp.CallToolRequest) string {
+	if el.ownerOf != nil {
+		return el.ownerOf(req)
 	}
 	ss := req.Session
-	if v, ok := x.owners.Load(ss); ok {
+	if v, ok := el.owners.Load(ss); ok {
 		return v.(string)
 	}
-	v, loaded := x.owners.LoadOrStore(ss, rand.Text())
+	v, loaded := el.owners.LoadOrStore(ss, rand.Text())
 	id := v.(string)
 	if !loaded {
 		// Ends when the session does, which Close of the server's transport sees to.
 		go func() {
 			_ = ss.Wait()
-			x.reg.CloseOwner(id)
-			x.owners.Delete(ss)
+			el.reg.CloseOwner(id)
+			el.owners.Delete(ss)
 		}()
 	}
 	return id
@@ -187,32 +187,32 @@ func (x *Elicitor) Owner(req *mcp.CallToolRequest) string {
 const answerWindow = 1024
 
 // ended is the registry's OnEnd hook: one log line per question, and answer times.
-func (x *Elicitor) ended(_ string, o elicitation.Outcome) {
+func (el *Elicitor) ended(_ string, o elicitation.Outcome) {
 	d := o.Ended.Sub(o.Created)
 	if o.State == elicitation.Completed {
-		x.mu.Lock()
-		if len(x.answers) < answerWindow {
-			x.answers = append(x.answers, d)
+		el.mu.Lock()
+		if len(el.answers) < answerWindow {
+			el.answers = append(el.answers, d)
 		} else {
-			x.answers[x.next] = d
-			x.next = (x.next + 1) % answerWindow
+			el.answers[el.next] = d
+			el.next = (el.next + 1) % answerWindow
 		}
-		x.mu.Unlock()
+		el.mu.Unlock()
 	}
-	if !x.log.Enabled(context.Background(), slog.LevelInfo) {
+	if !el.log.Enabled(context.Background(), slog.LevelInfo) {
 		return
 	}
 	// Never the values the person typed: ids, names and counts only.
-	x.log.Info("elicitation finished", "id", o.ID, "tool", o.Tool, "state", o.State.String(),
+	el.log.Info("elicitation finished", "id", o.ID, "tool", o.Tool, "state", o.State.String(),
 		"reason", o.Reason.String(), "attempts", o.Attempts, "duration", d.Round(time.Millisecond).String())
 }
 
 // AnswerPercentiles returns the p50 and p99 of recent times to a completed answer, over n
 // answers.
-func (x *Elicitor) AnswerPercentiles() (p50, p99 time.Duration, n int) {
-	x.mu.Lock()
-	ds := slices.Clone(x.answers)
-	x.mu.Unlock()
+func (el *Elicitor) AnswerPercentiles() (p50, p99 time.Duration, n int) {
+	el.mu.Lock()
+	ds := slices.Clone(el.answers)
+	el.mu.Unlock()
 	if len(ds) == 0 {
 		return 0, 0, 0
 	}
@@ -222,17 +222,17 @@ func (x *Elicitor) AnswerPercentiles() (p50, p99 time.Duration, n int) {
 }
 
 // remember records how a pull-era call ended, for a late retry's error.
-func (x *Elicitor) remember(id, how string) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.recent == nil {
-		x.recent = map[string]string{}
+func (el *Elicitor) remember(id, how string) {
+	el.mu.Lock()
+	defer el.mu.Unlock()
+	if el.recent == nil {
+		el.recent = map[string]string{}
 	}
-	if len(x.order) == recentWindow {
-		delete(x.recent, x.order[0])
-		x.order = x.order[1:]
+	if len(el.order) == recentWindow {
+		delete(el.recent, el.order[0])
+		el.order = el.order[1:]
 	}
-	x.recent[id], x.order = how, append(x.order, id)
+	el.recent[id], el.order = how, append(el.order, id)
 }
 
 // Question is one thing a tool asks the person: a form, with the message shown above it.
@@ -246,7 +246,11 @@ type Question struct {
 	// Wire, when set, is sent and checked in place of Form (a fixture's exact schema, or a
 	// form that lets every answer through to Then). By default Form is asked keeping the
 	// valid answers: a re-prompt asks only for the fields at fault.
-	Wire        elicitation.Form
+	Wire elicitation.Form
+	// Reprompt, when set, words the message after an invalid answer from its problems and
+	// the number of fields asked again (only those at fault: the valid answers are kept).
+	// Nil: the problems, a blank line, then Message.
+	Reprompt    func(errs []validator.FieldError, asked int) string
 	Timeout     time.Duration // 0: the Elicitor's; clamped to [1s, the Elicitor's]
 	MaxAttempts int           // 0: the Elicitor's; clamped to [1, the Elicitor's]
 	// Missing is what the error for a client without form elicitation lists; Form's
@@ -270,19 +274,24 @@ func Ask(ctx context.Context, q Question) (map[string]any, error) {
 	return o.Data, nil
 }
 
+// Step is a follow-up a Then asks (in elicitation.Next.FollowUp): form is asked as a
+// Question's Form is, keeping the valid answers of an invalid one.
+func Step(message string, form *validator.Compiled) *elicitation.Step {
+	return &elicitation.Step{Message: message, Form: keepForm{form}}
+}
+
 // Outcome is Ask returning the engine's outcome, whatever it was: for tools that report a
 // decline as a result rather than an error, or that need the data of an unfinished
 // question. The error is an *Error, only for a question that could not be asked.
 func Outcome(ctx context.Context, q Question) (elicitation.Outcome, error) {
 	c, _ := ctx.Value(callKey{}).(*call)
 	if c == nil {
-		return elicitation.Outcome{}, Errorf(CodeFailed, "not_in_a_call",
-			"ask: the context is not that of a tool handler registered with ask.AddTool or Elicitor.Handler")
+		return elicitation.Outcome{}, errNotInCall
 	}
-	return c.x.ask(ctx, c, q)
+	return c.el.ask(ctx, c, q)
 }
 
-func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.Outcome, error) {
+func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.Outcome, error) {
 	if q.Form == nil && q.Wire == nil {
 		return elicitation.Outcome{}, Errorf(CodeInvalidForm, "invalid_spec", "ask: Question.Form is required")
 	}
@@ -296,7 +305,16 @@ func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.Ou
 		return elicitation.Outcome{}, e
 	}
 	spec := elicitation.Spec{Title: q.Title, Tool: c.req.Params.Name, Message: q.Message, Continue: q.Then,
-		Timeout: clamp(q.Timeout, time.Second, x.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, x.maxAttempts)}
+		Timeout: clamp(q.Timeout, time.Second, el.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, el.maxAttempts)}
+	if q.Reprompt != nil {
+		spec.Reprompt = func(errs []validator.FieldError, next elicitation.Form) string {
+			n := 0
+			if f, ok := next.(interface{ Asked() int }); ok {
+				n = f.Asked()
+			}
+			return q.Reprompt(errs, n)
+		}
+	}
 	if q.Wire != nil {
 		spec.Form = q.Wire
 	} else {
@@ -315,16 +333,20 @@ func (x *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.Ou
 		defer stopPrompts()
 		spec.Prompter = pushPrompter{ss: c.req.Session, ctx: prompts}
 	}
-	e, err := x.reg.Start(c.owner, spec)
+	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {
 		return elicitation.Outcome{}, startError(err)
 	}
-	o := x.wait(ctx, c, e)
+	o := el.wait(ctx, c, e)
 	if c.pull {
 		c.setHow(o)
 	}
 	return o, nil
 }
+
+// errNotInCall is Ask's error outside a tool handler.
+var errNotInCall = Errorf(CodeFailed, "not_in_a_call",
+	"ask: the context is not that of a tool handler registered with ask.AddTool, Elicitor.Add or Elicitor.Handler")
 
 // callKey carries the *call of a handler's context.
 type callKey struct{}
@@ -335,7 +357,7 @@ type callKey struct{}
 // answer), as input requests with a signed requestState naming the call; its result goes to
 // the call waiting when it returns.
 type call struct {
-	x     *Elicitor
+	el    *Elicitor
 	req   *mcp.CallToolRequest // the request that started it
 	owner string
 	pull  bool
@@ -391,9 +413,9 @@ func reasonOf(ctx context.Context) elicitation.Reason {
 
 // AddTool is mcp.AddTool for a handler that asks: the handler may call Ask and the typed
 // forms' Ask with its context, in either era, as straight-line code.
-func AddTool[In, Out any](x *Elicitor, s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+func AddTool[In, Out any](el *Elicitor, s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		r := x.run(ctx, req, func(ctx context.Context) result {
+		r := el.run(ctx, req, func(ctx context.Context) result {
 			res, out, err := h(ctx, req, in)
 			return result{res, out, err}
 		})
@@ -404,9 +426,9 @@ func AddTool[In, Out any](x *Elicitor, s *mcp.Server, t *mcp.Tool, h mcp.ToolHan
 
 // Handler wraps a raw tool handler that asks, for Server.AddTool. An *Error it returns is
 // sent as the error payload.
-func (x *Elicitor) Handler(h mcp.ToolHandler) mcp.ToolHandler {
+func (el *Elicitor) Handler(h mcp.ToolHandler) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r := x.run(ctx, req, func(ctx context.Context) result {
+		r := el.run(ctx, req, func(ctx context.Context) result {
 			res, err := h(ctx, req)
 			return result{res: res, err: err}
 		})
@@ -420,24 +442,24 @@ func (x *Elicitor) Handler(h mcp.ToolHandler) mcp.ToolHandler {
 
 // run handles one tools/call: push era, the handler inline; pull era, a retry resumes its
 // call and a first call starts the handler on its own goroutine.
-func (x *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func(context.Context) result) result {
+func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func(context.Context) result) result {
 	if req.ProtocolVersion() < pullEra {
-		c := &call{x: x, req: req, owner: x.Owner(req)}
+		c := &call{el: el, req: req, owner: el.Owner(req)}
 		return start(context.WithValue(ctx, callKey{}, c))
 	}
 	if req.Params.RequestState != "" {
-		return x.resume(ctx, req)
+		return el.resume(ctx, req)
 	}
-	c := &call{x: x, req: req, owner: x.Owner(req), pull: true, id: x.idPrefix + strconv.FormatUint(x.callSeq.Add(1), 36),
+	c := &call{el: el, req: req, owner: el.Owner(req), pull: true, id: el.idPrefix + strconv.FormatUint(el.callSeq.Add(1), 36),
 		args: slices.Clone(req.Params.Arguments), signal: make(chan struct{}, 1)}
 	// The handler outlives this request: its context is not the request's, and ends when
 	// the call does (abandoned, cancelled, shut down).
 	hctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), callKey{}, c))
 	c.cancel = cancel
-	x.calls.Store(c.id, c)
-	x.busy.begin()
+	el.calls.Store(c.id, c)
+	el.busy.begin()
 	go func() {
-		defer x.busy.end()
+		defer el.busy.end()
 		r := start(hctx)
 		cancel(nil)
 		c.push(event{end: &r})
@@ -455,11 +477,11 @@ func (c *call) push(ev event) {
 	if ev.end != nil && !killed {
 		// Kept for the retry that comes for it, as long as a round waits for one (with no
 		// idle expiry, as long as a question may wait): never for ever.
-		c.arm(cmp.Or(max(c.x.pullIdle, 0), c.x.timeout), func() { c.x.forget(c) })
+		c.arm(cmp.Or(max(c.el.pullIdle, 0), c.el.timeout), func() { c.el.forget(c) })
 	}
 	c.mu.Unlock()
 	if ev.end != nil && killed {
-		c.x.forget(c) // no retry can come for it; a call waiting still gets it
+		c.el.forget(c) // no retry can come for it; a call waiting still gets it
 	}
 	select {
 	case c.signal <- struct{}{}:
@@ -489,7 +511,7 @@ func (c *call) next(ctx context.Context) result {
 			continue
 		}
 		if ev.end != nil {
-			c.x.forget(c)
+			c.el.forget(c)
 			return *ev.end
 		}
 		pr := ev.prompt
@@ -510,12 +532,12 @@ func (c *call) hand(pr elicitation.Prompt) result {
 	c.handed++
 	n := c.handed
 	c.asking = pr
-	if c.x.pullIdle > 0 {
-		c.arm(c.x.pullIdle, func() { c.kill(elicitation.Abandoned) })
+	if c.el.pullIdle > 0 {
+		c.arm(c.el.pullIdle, func() { c.kill(elicitation.Abandoned) })
 	}
 	c.mu.Unlock()
-	token := c.x.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Round: n,
-		Expires: c.x.clk.Now().Add(stateLifetime).Unix()})
+	token := c.el.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Round: n,
+		Expires: c.el.clk.Now().Add(stateLifetime).Unix()})
 	return result{res: &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{inputKey(n): elicitParams(pr)},
 		RequestState:  token,
@@ -527,7 +549,7 @@ func (c *call) hand(pr elicitation.Prompt) result {
 // word), or a result nobody comes for.
 func (c *call) arm(d time.Duration, f func()) {
 	c.disarm()
-	c.idle = c.x.clk.AfterFunc(d, f)
+	c.idle = c.el.clk.AfterFunc(d, f)
 }
 
 // disarm (c.mu held) stops the idle expiry, if armed.
@@ -574,8 +596,8 @@ func (c *call) setHow(o elicitation.Outcome) {
 }
 
 // forget drops the call from those a retry may resume, remembering how it ended.
-func (x *Elicitor) forget(c *call) {
-	if !x.calls.CompareAndDelete(c.id, c) {
+func (el *Elicitor) forget(c *call) {
+	if !el.calls.CompareAndDelete(c.id, c) {
 		return
 	}
 	c.mu.Lock()
@@ -583,17 +605,17 @@ func (x *Elicitor) forget(c *call) {
 	how, handed := c.how, c.handed
 	c.mu.Unlock()
 	if handed > 0 { // else no requestState names it: no retry can ask
-		x.remember(c.id, how)
+		el.remember(c.id, how)
 	}
 }
 
 // wait waits for e's outcome. If ctx ends first, e is cancelled for the reason ctx gives. In
 // the push era it sends keepalive progress if the call carried a progress token.
-func (x *Elicitor) wait(ctx context.Context, c *call, e *elicitation.Elicitation) elicitation.Outcome {
+func (el *Elicitor) wait(ctx context.Context, c *call, e *elicitation.Elicitation) elicitation.Outcome {
 	var tick <-chan time.Time
 	token := c.req.Params.GetProgressToken()
-	if !c.pull && token != nil && x.keepalive > 0 {
-		t := x.clk.Ticker(x.keepalive)
+	if !c.pull && token != nil && el.keepalive > 0 {
+		t := el.clk.Ticker(el.keepalive)
 		defer t.Stop()
 		tick = t.C
 	}
@@ -627,27 +649,27 @@ func stateError(reason, format string, args ...any) *Error {
 
 // resume is the pull era's second and later calls: it checks the requestState, hands the
 // response to the question asked, and returns what the call returns next.
-func (x *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result {
+func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result {
 	fail := func(e *Error) result { return result{err: e} } // the payload, for typed handlers too
-	st, err := x.signer.open(req.Params.RequestState)
+	st, err := el.signer.open(req.Params.RequestState)
 	if err != nil {
 		return fail(stateError("forged", "the requestState was not issued by this server or has been altered"))
 	}
-	if st.expired(x.clk.Now()) {
+	if st.expired(el.clk.Now()) {
 		return fail(stateError("expired", "the requestState has expired; call the tool again without it"))
 	}
-	if st.Owner != x.Owner(req) {
+	if st.Owner != el.Owner(req) {
 		return fail(stateError("foreign", "the requestState belongs to another client session"))
 	}
 	const otherCall = "the requestState belongs to another tool call (tool or arguments differ)"
 	if st.Tool != req.Params.Name {
 		return fail(stateError("foreign", otherCall))
 	}
-	v, ok := x.calls.Load(st.ID)
+	v, ok := el.calls.Load(st.ID)
 	if !ok {
-		x.mu.Lock()
-		how := x.recent[st.ID]
-		x.mu.Unlock()
+		el.mu.Lock()
+		how := el.recent[st.ID]
+		el.mu.Unlock()
 		if how != "" {
 			how = " (" + how + ")"
 		}
@@ -738,11 +760,11 @@ const DeadlineKey = "io.elicitd/deadline"
 // _meta entry, a shape the maps do not settle) goes through req.ClientCapabilities.
 func formElicitation(req *mcp.CallToolRequest) bool {
 	if caps, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
-		switch el := caps["elicitation"].(type) {
+		switch ecap := caps["elicitation"].(type) {
 		case nil:
 			return false
 		case map[string]any:
-			form, url := el["form"], el["url"]
+			form, url := ecap["form"], ecap["url"]
 			if objectOrNil(form) && objectOrNil(url) {
 				return form != nil || url == nil // {} counts as form
 			}
@@ -891,14 +913,4 @@ func toAnswer(round int, res *mcp.ElicitResult, err error) elicitation.Answer {
 		a.Action, a.Err = elicitation.Unusable, fmt.Errorf("the client answered with action %q; expected accept, decline or cancel", res.Action)
 	}
 	return a
-}
-
-// Admits reports whether req's owner may start a question now, as the error Ask would
-// return if not: a tool that does costly work before asking (compiling a form from its
-// arguments, say) checks it first.
-func (x *Elicitor) Admits(req *mcp.CallToolRequest) error {
-	if err := x.reg.Admits(x.Owner(req)); err != nil {
-		return startError(err)
-	}
-	return nil
 }

@@ -2,6 +2,7 @@ package ask
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -90,19 +91,42 @@ func JSONResult(v any, isError bool) *mcp.CallToolResult {
 	}
 }
 
+// Status words how a question ended for a tool's result: completed, declined, cancelled
+// (any other reason) or timeout. It is the one mapping from outcome to status.
+func Status(o elicitation.Outcome) string {
+	switch {
+	case o.State == elicitation.Completed:
+		return "completed"
+	case o.State == elicitation.TimedOut:
+		return "timeout"
+	case o.Reason == elicitation.Declined:
+		return "declined"
+	}
+	return "cancelled"
+}
+
 // OutcomeError is the tool error for an elicitation that did not complete, for tools that
-// cannot go on without the answer.
+// cannot go on without the answer. A question its Then ended with an error (reason
+// tool_error) gives that error's payload.
 func OutcomeError(o elicitation.Outcome) *Error {
 	e := &Error{Reason: o.Reason.String(), Errors: o.Errors}
-	switch {
-	case o.State == elicitation.TimedOut:
+	var own *Error
+	switch status := Status(o); {
+	case o.Reason == elicitation.ToolError && errors.As(o.Err, &own):
+		return own
+	case status == "timeout":
 		e.Code, e.Reason, e.Message = CodeTimeout, "timeout", "the person did not answer in time"
-	case o.Reason == elicitation.Declined:
+	case status == "declined":
 		e.Code, e.Message = CodeDeclined, "the person declined to answer"
 	case o.Reason == elicitation.MaxAttempts:
 		e.Code, e.Message = CodeMaxRetries, fmt.Sprintf("no valid answer after %d attempts", o.Attempts)
 	case o.Reason == elicitation.TransportError:
 		e.Code, e.Message = CodeFailed, "the question could not be delivered or answered"
+		if o.Err != nil {
+			e.Message += ": " + o.Err.Error()
+		}
+	case o.Reason == elicitation.ToolError:
+		e.Code, e.Message = CodeFailed, "the tool could not go on with the answer"
 		if o.Err != nil {
 			e.Message += ": " + o.Err.Error()
 		}

@@ -54,6 +54,7 @@ type Elicitation struct {
 	maxAttempts int
 	prompter    Prompter
 	cont        Continuation
+	reprompt    func([]validator.FieldError, Form) string
 	clk         clock.Clock
 	onEnd       func(Outcome)
 	group       *sync.WaitGroup
@@ -126,6 +127,7 @@ func Start(id string, spec Spec, env Env) (*Elicitation, error) {
 		maxAttempts: spec.MaxAttempts,
 		prompter:    spec.Prompter,
 		cont:        spec.Continue,
+		reprompt:    spec.Reprompt,
 		clk:         clk,
 		onEnd:       env.OnEnd,
 		group:       env.Group,
@@ -219,6 +221,27 @@ func (e *Elicitation) Cancel(r Reason) error {
 	}
 	_, err := e.send(event{kind: evCancel, reason: r})
 	return err
+}
+
+// CancelContext is Cancel bounded by ctx: if the actor has not taken the cancel when ctx
+// ends (a Prompter that breaks its promise not to block, say), it gives up with ctx's error.
+func (e *Elicitation) CancelContext(ctx context.Context, r Reason) error {
+	if r == None || int(r) >= NumReasons {
+		return fmt.Errorf("%w: cancel needs a reason, got %d", ErrInvalidEvent, r)
+	}
+	ch := replies.Get().(chan reply)
+	select {
+	case e.inbox <- event{kind: evCancel, reason: r, reply: ch}:
+	case <-e.done:
+		replies.Put(ch)
+		return ErrFinished
+	case <-ctx.Done():
+		replies.Put(ch)
+		return ctx.Err()
+	}
+	rep := <-ch // taken: the actor replies at once
+	replies.Put(ch)
+	return rep.err
 }
 
 // Extend moves the deadline d later, but never past start plus the spec's MaxLifetime, and
@@ -335,7 +358,12 @@ func (e *Elicitation) accept(a Answer, now time.Time) {
 			next.Data = data
 		}
 	}
-	e.outcome.Data = next.Data
+	if next.Err != nil {
+		e.outcome.Err = next.Err
+		e.end(Cancelled, ToolError, now)
+		return
+	}
+	e.outcome.Data, e.outcome.Value = next.Data, next.Value
 	if next.FollowUp != nil && next.Free && e.maxAttempts < maxAttemptsLimit {
 		e.maxAttempts++
 	}
@@ -372,7 +400,11 @@ func (e *Elicitation) extend(d time.Duration, now time.Time) time.Time {
 func (e *Elicitation) emit(errs []validator.FieldError) {
 	e.attempt++
 	msg := e.step.Message
-	if len(errs) > 0 {
+	switch {
+	case len(errs) == 0:
+	case e.reprompt != nil:
+		msg = e.reprompt(errs, e.step.Form)
+	default:
 		msg = validator.JoinMessages(errs) + "\n\n" + msg
 	}
 	e.asking.Store(&asked{round: e.attempt, form: e.step.Form})

@@ -3,6 +3,7 @@ package elicitation_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -444,6 +445,55 @@ func TestFollowUpWithNoAttemptLeftKeepsTheData(t *testing.T) {
 	assert.Equal(t, elicitation.MaxAttempts, o.Reason)
 	assert.Equal(t, map[string]any{"name": "Ada"}, o.Data, "the answer already given is not lost")
 	assert.Empty(t, o.Errors)
+}
+
+// A continuation's typed result becomes the outcome's Value; its error ends the
+// elicitation as cancelled with reason tool_error, not as completed.
+func TestContinuationEndsWithAValueOrAnError(t *testing.T) {
+	type body struct{ Name string }
+	f := newFixture()
+	spec := f.spec()
+	spec.Continue = func(data map[string]any) elicitation.Next {
+		return elicitation.Next{Value: body{data["name"].(string)}}
+	}
+	e := f.start(t, spec)
+	f.prompts.Next(t)
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Completed, o.State)
+	assert.Equal(t, body{"Ada"}, o.Value)
+
+	failed := errors.New("upstream refused the body")
+	spec.Continue = func(map[string]any) elicitation.Next { return elicitation.Next{Err: failed, Value: body{"x"}} }
+	e = f.start(t, spec)
+	f.prompts.Next(t)
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
+	o = elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Cancelled, o.State)
+	assert.Equal(t, elicitation.ToolError, o.Reason)
+	assert.Equal(t, "tool_error", o.Reason.String())
+	assert.Same(t, failed, o.Err)
+	assert.Nil(t, o.Value, "a failed continuation's value is not a result")
+}
+
+// Reprompt words the message after an invalid answer, seeing the problems and the form
+// asked next.
+func TestRepromptWordsTheRetry(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	var sawForm elicitation.Form
+	spec.Reprompt = func(errs []validator.FieldError, next elicitation.Form) string {
+		sawForm = next
+		return fmt.Sprintf("fix %d: %s", len(errs), errs[0].Field)
+	}
+	e := f.start(t, spec)
+	f.prompts.Next(t)
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, " ")))
+	p := f.prompts.Next(t)
+	assert.Equal(t, "fix 1: name", p.Message)
+	assert.Same(t, p.Form, sawForm)
+	require.NoError(t, e.Cancel(elicitation.Operator))
+	elicitationtest.WaitDone(t, e)
 }
 
 func TestOnEndRunsBeforeDoneCloses(t *testing.T) {

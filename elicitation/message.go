@@ -84,7 +84,8 @@ type Outcome struct {
 	Data     map[string]any
 	Attempts int                    // prompts emitted
 	Errors   []validator.FieldError // the last invalid answer's problems, if the last answer was invalid
-	Err      error                  // what went wrong, when Reason is TransportError or InvalidResponse
+	Value    any                    // the continuation's Next.Value, when Completed
+	Err      error                  // what went wrong, when Reason is TransportError, InvalidResponse or ToolError
 	Created  time.Time
 	Ended    time.Time
 }

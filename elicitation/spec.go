@@ -52,6 +52,13 @@ type Next struct {
 	// Data is the result so far. When FollowUp is nil it becomes the outcome's data;
 	// when Data is nil the validated answer is used instead.
 	Data map[string]any
+	// Value, when FollowUp is nil, becomes the outcome's Value: a result of the tool's own
+	// type (a completed request body, say), where Data holds the answers.
+	Value any
+	// Err, when set, ends the elicitation at once as Cancelled with reason ToolError and
+	// Err in its outcome: the tool could not go on with the answer (an upstream call
+	// failed, say). It is not counted as completed.
+	Err error
 	// FollowUp, when set, is asked next. It counts as an attempt, unless Free.
 	FollowUp *Step
 	// Free marks a follow-up that is a new round of the same question (fields that
@@ -75,6 +82,11 @@ type Spec struct {
 	Prompter Prompter
 	// Continue decides what follows a valid answer. Nil means: complete with the answer.
 	Continue Continuation
+	// Reprompt, when set, words the message of the prompt that follows an invalid answer,
+	// from the problems found and the form asked next (with a Keeper, only the fields at
+	// fault). Nil: the problems, a blank line, then the step's message. It runs on the
+	// actor's goroutine.
+	Reprompt func(errs []validator.FieldError, next Form) string
 
 	MaxAttempts int           // prompts in total; 0 means DefaultMaxAttempts
 	Timeout     time.Duration // time until the deadline; 0 means DefaultTimeout

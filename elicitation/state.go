@@ -63,6 +63,7 @@ const (
 	Operator                 // an operator or a tool cancelled it explicitly
 	InvalidResponse          // the client replied with something that is not an answer
 	Abandoned                // a pull-era client did not come back with the answer to a round in time
+	ToolError                // the tool's continuation ended it with an error (Next.Err)
 )
 
 var reasonNames = [...]string{
@@ -77,6 +78,7 @@ var reasonNames = [...]string{
 	Operator:          "operator",
 	InvalidResponse:   "invalid_response",
 	Abandoned:         "abandoned",
+	ToolError:         "tool_error",
 }
 
 // String returns the reason's wire name, such as "client_gone"; None is "".
@@ -88,4 +90,4 @@ func (r Reason) String() string {
 }
 
 // NumReasons is the number of reasons (None included), for arrays indexed by Reason.
-const NumReasons = int(Abandoned) + 1
+const NumReasons = int(ToolError) + 1

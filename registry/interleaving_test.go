@@ -122,7 +122,7 @@ func (w *worker) step() {
 		if k == 6 {
 			w.expect("cancel", m.e.Cancel(r), nil)
 		} else {
-			w.expect("registry cancel", w.reg.Cancel(id, r), nil)
+			w.expect("registry cancel", w.reg.Cancel(m.owner, id, r), nil)
 		}
 		m.end(elicitation.Cancelled, r)
 	case 8, 9:
@@ -132,7 +132,7 @@ func (w *worker) step() {
 		if k == 8 {
 			got, err = m.e.Extend(d)
 		} else {
-			got, err = w.reg.Extend(id, d)
+			got, err = w.reg.Extend(m.owner, id, d)
 		}
 		w.expect("extend", err, nil)
 		m.deadline = m.deadline.Add(d)
@@ -160,7 +160,7 @@ func (w *worker) step() {
 		}
 		f := w.finished[w.rnd.IntN(len(w.finished))]
 		w.expect("late answer", f.e.Answer(elicitationtest.Accept(f.attempt, "late")), elicitation.ErrFinished)
-		w.expect("late registry cancel", w.reg.Cancel(f.e.ID(), elicitation.Operator), registry.ErrNotFound)
+		w.expect("late registry cancel", w.reg.Cancel(f.owner, f.e.ID(), elicitation.Operator), registry.ErrNotFound)
 		w.checkEnded(f)
 		return
 	}
@@ -204,7 +204,7 @@ func (w *worker) checkEnded(m *model) {
 	if m.state == elicitation.TimedOut && o.Ended.Before(m.deadline) {
 		w.fail("%s: timed out at %v, before its deadline %v", o.ID, o.Ended, m.deadline)
 	}
-	if _, _, live := w.reg.Get(o.ID); live {
+	if _, live := w.reg.Owner(o.ID); live {
 		w.fail("%s: ended but still in the registry", o.ID)
 	}
 }

@@ -247,12 +247,24 @@ func (r *Registry) finished(o elicitation.Outcome) {
 	}
 }
 
-// Get returns the live elicitation with that id and its owner.
-func (r *Registry) Get(id string) (e *elicitation.Elicitation, owner string, ok bool) {
+// Owner returns the owner of the live elicitation id.
+func (r *Registry) Owner(id string) (owner string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ent, ok := r.byID[id]
-	return ent.e, ent.name, ok
+	return ent.name, ok
+}
+
+// owned returns owner's live elicitation id; another owner's is not found, so the ids of
+// others cannot even be confirmed.
+func (r *Registry) owned(owner, id string) (*elicitation.Elicitation, error) {
+	r.mu.Lock()
+	ent, ok := r.byID[id]
+	r.mu.Unlock()
+	if !ok || ent.name != owner {
+		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
+	}
+	return ent.e, nil
 }
 
 // Len returns the number of live elicitations.
@@ -288,21 +300,23 @@ func (r *Registry) List(owner string, states ...elicitation.State) []elicitation
 	return out
 }
 
-// Cancel ends the live elicitation id with reason and returns once it has left the registry.
-func (r *Registry) Cancel(id string, reason elicitation.Reason) error {
-	e, _, ok := r.Get(id)
-	if !ok {
-		return fmt.Errorf("%w: %q", ErrNotFound, id)
+// Cancel ends owner's live elicitation id with reason and returns once it has left the
+// registry. An id that is not live, or is another owner's, is ErrNotFound; one that ended
+// meanwhile is elicitation.ErrFinished.
+func (r *Registry) Cancel(owner, id string, reason elicitation.Reason) error {
+	e, err := r.owned(owner, id)
+	if err != nil {
+		return err
 	}
 	return e.Cancel(reason)
 }
 
-// Extend moves the deadline of the live elicitation id d later, within its lifetime, and
-// returns the new deadline.
-func (r *Registry) Extend(id string, d time.Duration) (time.Time, error) {
-	e, _, ok := r.Get(id)
-	if !ok {
-		return time.Time{}, fmt.Errorf("%w: %q", ErrNotFound, id)
+// Extend moves the deadline of owner's live elicitation id d later, within its lifetime,
+// and returns the new deadline. Errors are Cancel's.
+func (r *Registry) Extend(owner, id string, d time.Duration) (time.Time, error) {
+	e, err := r.owned(owner, id)
+	if err != nil {
+		return time.Time{}, err
 	}
 	return e.Extend(d)
 }
@@ -340,20 +354,23 @@ func (r *Registry) Close(ctx context.Context, reason elicitation.Reason) error {
 	}
 	r.mu.Unlock()
 
-	// Cancel and wait on another goroutine, so that ctx bounds the wait even if an actor is
-	// slow to take its cancel (a prompter that blocks, say).
-	ended := make(chan struct{})
-	go func() {
-		cancelAll(live, reason)
-		r.actors.Wait()
-		close(ended)
-	}()
-	select {
-	case <-ended:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
+	// No helper goroutine: ctx bounds each cancel, even one an actor is slow to take (a
+	// prompter that blocks, say), and each wait.
+	for _, e := range live {
+		if err := e.CancelContext(ctx, reason); err != nil && !errors.Is(err, elicitation.ErrFinished) {
+			return err
+		}
 	}
+	for _, e := range live {
+		select {
+		case <-e.Done():
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+	// Every actor has fixed its outcome; each returns right after, so this wait is short.
+	r.actors.Wait()
+	return nil
 }
 
 // cancelAll cancels each elicitation and counts those it ended (others had already ended).

@@ -55,9 +55,8 @@ func TestStartTracksAndAFinishedOneLeavesAtOnce(t *testing.T) {
 	e := f.start(t, "alice")
 	assert.Regexp(t, regexp.MustCompile(`^[A-Z2-7]{26}$`), e.ID(), "128 random bits as URL-safe base32")
 
-	got, owner, ok := f.reg.Get(e.ID())
+	owner, ok := f.reg.Owner(e.ID())
 	require.True(t, ok)
-	assert.Same(t, e, got)
 	assert.Equal(t, "alice", owner)
 	assert.Equal(t, 1, f.reg.Len())
 	list := f.reg.List("alice")
@@ -68,11 +67,11 @@ func TestStartTracksAndAFinishedOneLeavesAtOnce(t *testing.T) {
 	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
 	<-e.Done() // the registry let go of it before Done closed
 	assert.Equal(t, 0, f.reg.Len())
-	_, _, ok = f.reg.Get(e.ID())
+	_, ok = f.reg.Owner(e.ID())
 	assert.False(t, ok)
 	assert.Empty(t, f.reg.List("alice"))
-	assert.ErrorIs(t, f.reg.Cancel(e.ID(), elicitation.Operator), registry.ErrNotFound)
-	_, err := f.reg.Extend(e.ID(), time.Minute)
+	assert.ErrorIs(t, f.reg.Cancel("alice", e.ID(), elicitation.Operator), registry.ErrNotFound)
+	_, err := f.reg.Extend("alice", e.ID(), time.Minute)
 	assert.ErrorIs(t, err, registry.ErrNotFound)
 }
 
@@ -116,14 +115,17 @@ func TestCancelAndExtendByID(t *testing.T) {
 	f := newFixture(t, registry.Config{})
 	e := f.start(t, "alice")
 	start := f.clk.Now()
-	d, err := f.reg.Extend(e.ID(), time.Minute)
+	_, err := f.reg.Extend("bob", e.ID(), time.Minute)
+	assert.ErrorIs(t, err, registry.ErrNotFound, "another owner's question is not found")
+	assert.ErrorIs(t, f.reg.Cancel("bob", e.ID(), elicitation.Operator), registry.ErrNotFound)
+	d, err := f.reg.Extend("alice", e.ID(), time.Minute)
 	require.NoError(t, err)
 	assert.True(t, d.Equal(start.Add(elicitation.DefaultTimeout+time.Minute)))
-	require.NoError(t, f.reg.Cancel(e.ID(), elicitation.Operator))
+	require.NoError(t, f.reg.Cancel("alice", e.ID(), elicitation.Operator))
 	o := elicitationtest.WaitDone(t, e)
 	assert.Equal(t, elicitation.Operator, o.Reason)
 	assert.Equal(t, 0, f.reg.Len())
-	assert.ErrorIs(t, f.reg.Cancel("nope", elicitation.Operator), registry.ErrNotFound)
+	assert.ErrorIs(t, f.reg.Cancel("alice", "nope", elicitation.Operator), registry.ErrNotFound)
 }
 
 func TestTimedOutElicitationLeaves(t *testing.T) {
@@ -242,7 +244,8 @@ func TestShutdownEndsEveryActor(t *testing.T) {
 	assert.EqualValues(t, 50, f.reg.Stats().Cancelled["shutdown"])
 }
 
-// An actor stuck in a prompter that never returns cannot hold Shutdown past its context.
+// An actor stuck in a prompter that never returns cannot hold Shutdown past its context,
+// and Shutdown starts no goroutine that outlives it.
 func TestShutdownHonoursItsContext(t *testing.T) {
 	clk := clock.NewMock()
 	reg := registry.New(registry.Config{Clock: clk})
@@ -255,14 +258,16 @@ func TestShutdownHonoursItsContext(t *testing.T) {
 	e, err := reg.Start("alice", spec)
 	require.NoError(t, err)
 	<-entered
+	before := goleak.IgnoreCurrent() // the actor, stuck in the prompter
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
 	assert.ErrorIs(t, reg.Shutdown(ctx), context.Canceled)
+	goleak.VerifyNone(t, before)
 
-	close(release) // the prompter returns; the pending cancel now ends it
+	close(release) // the prompter returns; a second Shutdown ends the question
+	require.NoError(t, reg.Shutdown(context.Background()))
 	o := elicitationtest.WaitDone(t, e)
 	assert.Equal(t, elicitation.Shutdown, o.Reason)
-	require.NoError(t, reg.Shutdown(context.Background()))
 }
 
 func TestStatsCountOutcomesAndLiveStates(t *testing.T) {
@@ -335,7 +340,7 @@ func TestOnEndReportsOwnerAndOutcomeBeforeDone(t *testing.T) {
 	got := make(chan ended, 1)
 	var reg *registry.Registry
 	reg = registry.New(registry.Config{Clock: clock.NewMock(), OnEnd: func(owner string, o elicitation.Outcome) {
-		_, _, live := reg.Get(o.ID)
+		_, live := reg.Owner(o.ID)
 		got <- ended{owner, o, live}
 	}})
 	prompts := elicitationtest.NewPrompts(1)

@@ -10,8 +10,6 @@ import (
 	"strings"
 	"time"
 
-	"github.com/modelcontextprotocol/go-sdk/mcp"
-
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/validator"
@@ -61,37 +59,45 @@ listed, for only the fields that were wrong (the valid answers are kept). The re
 Never ask for passwords, API keys or payment details here. Instead of "form" you may pass an
 MCP requestedSchema as "schema".`
 
-// askUserSchema is ask_user's input schema, inferred from AskUserInput as mcp.AddTool would.
-var askUserSchema = inputSchema[AskUserInput]()
-
-// ask_user decodes its own arguments rather than through mcp.AddTool: a pull-era call that
-// resumes a question carries the arguments already checked when it started (its RequestState
-// binds them), so they are decoded only for a call that starts one, straight into the form
-// compiler, and bad arguments get the tool error shape every other failure has.
-func (s *Server) addAskUser() {
-	s.MCP.AddTool(&mcp.Tool{Name: "ask_user", Title: "Ask the user", Description: askUserDescription, InputSchema: askUserSchema},
-		s.el.Handler(s.askUser))
+// AskUserOptions configure ask_user. Zero values take the defaults noted.
+type AskUserOptions struct {
+	MaxAnswerBytes int // the largest answer accepted; validator's default (1 MiB) when 0
 }
 
-func (s *Server) askUser(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-	in, bad := decodeAskUser(req.Params.Arguments)
-	if bad != nil {
-		return nil, bad
-	}
-	// Refused now, a call compiles nothing: a flood of forms costs no memory.
-	if err := s.el.Admits(req); err != nil {
+// AskUser returns the ask_user tool. It decodes its own arguments rather than through
+// ask.NewTool: the form or schema is kept as the JSON it came as, which names the compiled
+// form in a cache (agents tend to ask the same question again), and bad arguments get the
+// error payload naming the argument at fault.
+func AskUser(o AskUserOptions) ask.Tool {
+	t := &askUser{maxAnswerBytes: o.MaxAnswerBytes, forms: newFormCache(formCacheBudget, formCacheEntries)}
+	return ask.RawTool[AskUserInput]("ask_user", "Ask the user", askUserDescription, t.call)
+}
+
+// askUser is the ask_user tool's state: the forms it compiled last.
+type askUser struct {
+	maxAnswerBytes int
+	forms          *formCache
+}
+
+func (t *askUser) call(ctx context.Context, raw json.RawMessage) (any, error) {
+	in, err := decodeAskUser(raw)
+	if err != nil {
 		return nil, err
 	}
-	form, bad := s.compileAsk(in)
-	if bad != nil {
-		return nil, bad
+	// Refused now, a call compiles nothing: a flood of forms costs no memory.
+	if err := ask.Admits(ctx); err != nil {
+		return nil, err
+	}
+	form, err := t.compile(in)
+	if err != nil {
+		return nil, err
 	}
 	o, err := ask.Outcome(ctx, ask.Question{Title: form.Title(), Message: in.Message, Form: form,
 		Timeout: time.Duration(in.TimeoutSeconds) * time.Second, MaxAttempts: in.MaxAttempts})
 	if err != nil {
 		return nil, err
 	}
-	return ask.JSONResult(askUserResult(o), false), nil
+	return askUserResult(o), nil
 }
 
 // askUserArgs is AskUserInput as decoded: the form or schema kept as the JSON it came as.
@@ -107,8 +113,8 @@ var askUserArgNames = []string{"message", "form", "schema", "timeout_seconds", "
 
 // decodeAskUser reads ask_user's arguments as its input schema describes them, naming the
 // argument at fault and what it must be.
-func decodeAskUser(raw json.RawMessage) (askUserArgs, *ask.Error) {
-	bad := func(format string, args ...any) (askUserArgs, *ask.Error) {
+func decodeAskUser(raw json.RawMessage) (askUserArgs, error) {
+	bad := func(format string, args ...any) (askUserArgs, error) {
 		return askUserArgs{}, ask.Errorf(ask.CodeInvalidArgument, "invalid_arguments", format, args...)
 	}
 	var fields map[string]json.RawMessage
@@ -163,16 +169,12 @@ func decodeAskUser(raw json.RawMessage) (askUserArgs, *ask.Error) {
 }
 
 func askUserResult(o elicitation.Outcome) AskUserResult {
-	r := AskUserResult{Attempts: o.Attempts}
-	switch {
-	case o.State == elicitation.Completed:
-		r.Status, r.Data = "completed", o.Data
-	case o.State == elicitation.TimedOut:
-		r.Status = "timeout"
-	case o.Reason == elicitation.Declined:
-		r.Status = "declined"
-	default:
-		r.Status, r.Reason = "cancelled", o.Reason.String()
+	r := AskUserResult{Status: ask.Status(o), Attempts: o.Attempts}
+	switch r.Status {
+	case "completed":
+		r.Data = o.Data
+	case "cancelled":
+		r.Reason = o.Reason.String()
 		if o.Reason == elicitation.MaxAttempts {
 			r.Errors = o.Errors
 		}
@@ -183,7 +185,7 @@ func askUserResult(o elicitation.Outcome) AskUserResult {
 // compileAsk compiles the form or schema of an ask_user call, refusing what form mode must
 // not carry. Its size is checked before anything else, and the limits of the form language
 // (validator.MaxFields and the rest) before anything in it is compiled.
-func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *ask.Error) {
+func (t *askUser) compile(in askUserArgs) (*validator.Compiled, error) {
 	if in.Message == "" {
 		return nil, ask.Errorf(ask.CodeInvalidForm, "no_message", `"message" is required: say what you are asking and why`)
 	}
@@ -202,7 +204,7 @@ func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *ask.Error) {
 	h.Write([]byte{kind})
 	h.Write(raw)
 	h.Sum(key[:0])
-	if c, ok := s.forms.get(key); ok {
+	if c, ok := t.forms.get(key); ok {
 		return c, nil
 	}
 	var f validator.Form
@@ -213,14 +215,14 @@ func (s *Server) compileAsk(in askUserArgs) (*validator.Compiled, *ask.Error) {
 		f, err = validator.FromMCPSchema(raw)
 	}
 	if err == nil {
-		f.MaxAnswerBytes = s.opts.MaxAnswerBytes
+		f.MaxAnswerBytes = t.maxAnswerBytes
 		var c *validator.Compiled
 		if c, err = validator.Compile(f); err == nil {
 			if c.HasSensitive() {
 				return nil, ask.Errorf(ask.CodeInvalidForm, "sensitive_field",
 					"a field is marked sensitive: secrets must not be asked for in form mode (URL mode is needed, and not offered yet)")
 			}
-			s.forms.add(key, c)
+			t.forms.add(key, c)
 			return c, nil
 		}
 	}

@@ -25,9 +25,8 @@ var shippingForm = map[string]any{"title": "Delivery", "fields": []any{
 func TestAskUserRulesInBothEras(t *testing.T) {
 	for _, era := range elicittest.Eras {
 		t.Run(string(era), func(t *testing.T) {
-			srv := NewServer(Options{}, "test")
-			t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
-			u := elicittest.Connect(t, srv.MCP, era,
+			srv := newServer(t)
+			u := elicittest.Connect(t, srv, era,
 				elicittest.Accept(map[string]any{"country": "germany", "weight": "2.5"}),
 				elicittest.Accept(map[string]any{"vat": "DE1"}))
 			res := u.Call(context.Background(), "ask_user", map[string]any{"message": "Where to?", "form": shippingForm})
@@ -39,7 +38,7 @@ func TestAskUserRulesInBothEras(t *testing.T) {
 			require.Len(t, prompts, 2)
 			assert.Contains(t, prompts[1].Message, "VAT number: is required when Country is Germany")
 
-			u = elicittest.Connect(t, srv.MCP, era,
+			u = elicittest.Connect(t, srv, era,
 				elicittest.Accept(map[string]any{"country": "US", "weight": 1}),
 				elicittest.Accept(map[string]any{"state": "ny"}))
 			res = u.Call(context.Background(), "ask_user", map[string]any{"message": "Where to?", "form": shippingForm})
@@ -63,14 +62,13 @@ func TestAskUserReportsEachBrokenConstraint(t *testing.T) {
 	cases, err := elicittest.Invalid(form, rand.New(rand.NewPCG(3, 4)))
 	require.NoError(t, err)
 	require.NotEmpty(t, cases)
-	srv := NewServer(Options{}, "test")
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	srv := newServer(t)
 	raw := map[string]any{"fields": []any{
 		map[string]any{"name": "qty", "type": "integer", "label": "Quantity", "required": true, "minimum": 1, "maximum": 9},
 		map[string]any{"name": "site", "type": "url", "label": "Site"},
 		map[string]any{"name": "code", "type": "text", "label": "Code", "pattern": "^[A-Z]{3}$"}}}
 	for _, c := range cases {
-		u := elicittest.Connect(t, srv.MCP, elicittest.Pull, elicittest.Accept(c.Content), elicittest.Decline())
+		u := elicittest.Connect(t, srv, elicittest.Pull, elicittest.Accept(c.Content), elicittest.Decline())
 		res := u.Call(context.Background(), "ask_user", map[string]any{"message": "m", "form": raw, "max_attempts": 2})
 		p, err := elicittest.Payload(res)
 		require.NoError(t, err)

@@ -4,10 +4,7 @@ import (
 	"cmp"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
-
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/ask"
 
@@ -50,8 +47,9 @@ type conformanceInput struct {
 	Message string `json:"message,omitempty" jsonschema:"the message to show the user"`
 }
 
-// AddConformanceFixtures registers the tools the MCP conformance suite calls.
-func (s *Server) AddConformanceFixtures() {
+// ConformanceFixtures returns the tools the MCP conformance suite calls.
+func ConformanceFixtures() []ask.Tool {
+	var out []ask.Tool
 	for name, schema := range conformanceSchemas {
 		raw := json.RawMessage(schema)
 		compiled, err := validator.CompileMCPSchema(raw)
@@ -59,45 +57,38 @@ func (s *Server) AddConformanceFixtures() {
 			panic(fmt.Sprintf("conformance schema %s: %v", name, err)) // fixed data, checked by tests
 		}
 		form := rawSchemaForm{compiled, raw}
-		addTool(s.MCP, s.el, &mcp.Tool{Name: name, Description: "MCP conformance fixture: requests elicitation with a fixed schema"},
-			func(ctx context.Context, req *mcp.CallToolRequest, in conformanceInput) *mcp.CallToolResult {
+		out = append(out, ask.NewTool(name, "", "MCP conformance fixture: requests elicitation with a fixed schema",
+			func(ctx context.Context, in conformanceInput) (ask.Text, error) {
 				msg := cmp.Or(in.Message, "Please answer the conformance test form")
 				o, err := ask.Outcome(ctx, ask.Question{Title: name, Message: msg, Form: compiled, Wire: form})
 				if err != nil {
-					return errorResult(err)
+					return "", err
 				}
 				return conformanceResult(name, o)
-			})
+			}))
 	}
+	return out
 }
 
-// errorResult is the tool result of an error from the ask package (always an *ask.Error).
-func errorResult(err error) *mcp.CallToolResult {
-	var e *ask.Error
-	if !errors.As(err, &e) {
-		e = ask.Errorf(ask.CodeFailed, "failed", "%s", err.Error())
-	}
-	return e.Result()
-}
-
-func conformanceResult(tool string, o elicitation.Outcome) *mcp.CallToolResult {
-	action := "accept"
-	switch {
-	case o.State == elicitation.Completed:
-	case o.Reason == elicitation.Declined:
+// conformanceResult words an outcome as the suite's reference server does.
+func conformanceResult(tool string, o elicitation.Outcome) (ask.Text, error) {
+	var action string
+	switch status := ask.Status(o); {
+	case status == "completed":
+		action = "accept"
+	case status == "declined":
 		action = "decline"
 	case o.Reason == elicitation.UserCancelled:
 		action = "cancel"
 	default:
-		return ask.OutcomeError(o).Result()
+		return "", ask.OutcomeError(o)
 	}
 	content, _ := json.Marshal(o.Data) // answers decoded from JSON: they encode
 	if o.Data == nil {
 		content = []byte("{}")
 	}
-	text := fmt.Sprintf("Elicitation completed: action=%s, content=%s", action, content)
 	if tool == "test_elicitation" {
-		text = fmt.Sprintf("User response: <action: %s, content: %s>", action, content)
+		return ask.Text(fmt.Sprintf("User response: <action: %s, content: %s>", action, content)), nil
 	}
-	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+	return ask.Text(fmt.Sprintf("Elicitation completed: action=%s, content=%s", action, content)), nil
 }

@@ -10,17 +10,32 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
 	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
+// newServer is an MCP server with ask_user (and the conformance fixtures), as elicitd
+// wires it.
+func newServer(t *testing.T) *mcp.Server {
+	t.Helper()
+	srv := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "test"}, nil)
+	el := ask.New(srv, ask.Options{})
+	el.Add(srv, AskUser(AskUserOptions{}))
+	el.Add(srv, ConformanceFixtures()...)
+	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+	return srv
+}
+
 func TestDecodeAskUserNamesTheBadArgument(t *testing.T) {
 	in, err := decodeAskUser(json.RawMessage(`{"message":"m","form":{"fields":[]},"timeout_seconds":30,"max_attempts":2.0}`))
-	require.Nil(t, err)
+	require.NoError(t, err)
 	assert.Equal(t, askUserArgs{Message: "m", Form: json.RawMessage(`{"fields":[]}`), TimeoutSeconds: 30, MaxAttempts: 2}, in)
 	in, err = decodeAskUser(json.RawMessage(`{"message":"m","schema":{"type":"object"},"form":null}`))
-	require.Nil(t, err)
+	require.NoError(t, err)
 	assert.Nil(t, in.Form, "null is absent")
 	assert.Equal(t, json.RawMessage(`{"type":"object"}`), in.Schema)
 
@@ -34,41 +49,41 @@ func TestDecodeAskUserNamesTheBadArgument(t *testing.T) {
 		`{"message":"m","zeta":1,"alpha":2}`:    `unknown argument "alpha": ask_user takes message, form, schema, timeout_seconds, max_attempts`,
 	} {
 		_, err := decodeAskUser(json.RawMessage(raw))
-		require.NotNil(t, err, raw)
-		assert.Equal(t, ask.CodeInvalidArgument, err.Code, raw)
-		assert.Equal(t, "invalid_arguments", err.Reason, raw)
-		assert.Contains(t, err.Message, want, raw)
+		var e *ask.Error
+		require.ErrorAs(t, err, &e, raw)
+		assert.Equal(t, ask.CodeInvalidArgument, e.Code, raw)
+		assert.Equal(t, "invalid_arguments", e.Reason, raw)
+		assert.Contains(t, e.Message, want, raw)
 	}
 }
 
 func TestCompileAskReusesAFormItCompiledBefore(t *testing.T) {
-	srv := NewServer(Options{}, "test")
-	t.Cleanup(func() { _ = srv.Shutdown(context.Background()) })
+	srv := &askUser{forms: newFormCache(formCacheBudget, formCacheEntries)}
 	form := json.RawMessage(`{"title":"T","fields":[{"name":"a","type":"text"}]}`)
-	first, err := srv.compileAsk(askUserArgs{Message: "m", Form: form})
-	require.Nil(t, err)
-	again, err := srv.compileAsk(askUserArgs{Message: "m", Form: slices.Clone(form)})
-	require.Nil(t, err)
+	first, err := srv.compile(askUserArgs{Message: "m", Form: form})
+	require.NoError(t, err)
+	again, err := srv.compile(askUserArgs{Message: "m", Form: slices.Clone(form)})
+	require.NoError(t, err)
 	assert.Same(t, first, again, "the same form's JSON: compiled once")
 
-	other, err := srv.compileAsk(askUserArgs{Message: "m", Form: json.RawMessage(`{"title":"T","fields":[{"name":"b","type":"text"}]}`)})
-	require.Nil(t, err)
+	other, err := srv.compile(askUserArgs{Message: "m", Form: json.RawMessage(`{"title":"T","fields":[{"name":"b","type":"text"}]}`)})
+	require.NoError(t, err)
 	assert.NotSame(t, first, other)
 	assert.Equal(t, "b", other.Fields()[0].Name)
 
 	schema := json.RawMessage(`{"type":"object","properties":{"a":{"type":"string"}}}`)
-	fromSchema, err := srv.compileAsk(askUserArgs{Message: "m", Schema: schema})
-	require.Nil(t, err)
-	_, err = srv.compileAsk(askUserArgs{Message: "m", Form: schema})
-	require.NotNil(t, err, "the same bytes as a form are another question: a schema is not a valid form")
-	assert.Equal(t, "invalid_definition", err.Reason)
-	again, _ = srv.compileAsk(askUserArgs{Message: "m", Schema: schema})
+	fromSchema, err := srv.compile(askUserArgs{Message: "m", Schema: schema})
+	require.NoError(t, err)
+	_, err = srv.compile(askUserArgs{Message: "m", Form: schema})
+	require.Error(t, err, "the same bytes as a form are another question: a schema is not a valid form")
+	assert.Equal(t, "invalid_definition", err.(*ask.Error).Reason)
+	again, _ = srv.compile(askUserArgs{Message: "m", Schema: schema})
 	assert.Same(t, fromSchema, again)
 
 	sensitive := json.RawMessage(`{"fields":[{"name":"pw","type":"text","sensitive":true}]}`)
 	for range 2 {
-		_, err = srv.compileAsk(askUserArgs{Message: "m", Form: sensitive})
-		require.NotNil(t, err, "a refusal is never cached as a form")
-		assert.Equal(t, "sensitive_field", err.Reason)
+		_, err = srv.compile(askUserArgs{Message: "m", Form: sensitive})
+		require.Error(t, err, "a refusal is never cached as a form")
+		assert.Equal(t, "sensitive_field", err.(*ask.Error).Reason)
 	}
 }

@@ -377,6 +377,18 @@ func (c *Compiled) Hints() map[string]map[string]string { return c.hints }
 
 // asked derives what a form sends for the fields it asks now: the wire schema and the
 // hints. Compile, Keep and Next call it once for each form they make.
+// Asked returns how many fields the form asks now: those of its current round, less any
+// kept from an earlier answer (see Keep).
+func (c *Compiled) Asked() int {
+	n := 0
+	for i := range c.fields {
+		if f := &c.fields[i]; f.stage == stageAsk && !f.kept {
+			n++
+		}
+	}
+	return n
+}
+
 func (c *Compiled) asked() {
 	c.wire = buildWire(c.fields)
 	c.hints = nil

@@ -16,7 +16,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/cmd/elicitd/internal/bare"
-	"github.com/elicitd/elicitd/tools"
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -192,20 +192,20 @@ func benchSession(b *testing.B, transport, impl, version string) (*mcp.ClientSes
 		}
 		return cs, func() {}
 	}
-	var server *mcp.Server
-	var srv *tools.Server
+	var mcpServer *mcp.Server
+	var srv *server
 	switch impl {
 	case "bare", "bare-args":
-		server = bare.Server()
+		mcpServer = bare.Server()
 	default:
-		srv = tools.NewServer(tools.Options{MaxLive: 1 << 20}, "bench")
-		server = srv.MCP
+		srv = newServer(options{MaxLive: 1 << 20}, "bench")
+		mcpServer = srv.mcp
 		if impl == "engine" {
 			addEngineTool(b, srv)
 		}
 	}
 	st, ct := mcp.NewInMemoryTransports()
-	ss, err := server.Connect(context.Background(), st, nil)
+	ss, err := mcpServer.Connect(context.Background(), st, nil)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -216,7 +216,7 @@ func benchSession(b *testing.B, transport, impl, version string) (*mcp.ClientSes
 	return cs, func() {
 		_ = ss.Wait()
 		if srv != nil {
-			_ = srv.Shutdown(context.Background())
+			_ = srv.close(context.Background(), elicitation.Shutdown)
 		}
 	}
 }
@@ -224,13 +224,13 @@ func benchSession(b *testing.B, transport, impl, version string) (*mcp.ClientSes
 // addEngineTool adds "ask": the same question as the bare server's, asked through elicitd's
 // Elicitor with a precompiled form. Beside ask_user it separates the engine's cost from the
 // cost of carrying a form in every call's arguments.
-func addEngineTool(b *testing.B, srv *tools.Server) {
+func addEngineTool(b *testing.B, srv *server) {
 	raw, _ := json.Marshal(benchForm)
 	form, err := validator.CompileJSON(raw)
 	if err != nil {
 		b.Fatal(err)
 	}
-	ask.AddTool(srv.Elicitor(), srv.MCP, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	ask.AddTool(srv.el, srv.mcp, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		data, err := ask.Ask(ctx, ask.Question{Message: "m", Form: form})
 		if err != nil {
 			return nil, nil, err

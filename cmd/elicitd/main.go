@@ -25,7 +25,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/elicitd/elicitd/elicitation"
-	"github.com/elicitd/elicitd/tools"
 	"github.com/elicitd/elicitd/tools/ups"
 )
 
@@ -93,10 +92,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	if cfg.logLevel <= slog.LevelDebug {
 		opts.SDKLogger = logger
 	}
-	srv := tools.NewServer(opts, version)
-	if cfg.conformance {
-		srv.AddConformanceFixtures()
-	}
+	srv := newServer(opts, version)
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -109,7 +105,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	ended := make(chan error, 1)
 	stdio := &lineTransport{in: stdin, out: stdout, maxFrame: maxFrameBytes, log: logger}
 	go func() {
-		ended <- srv.MCP.Run(context.Background(), stdio) // ended by stdio.hangUp, not by a context
+		ended <- srv.mcp.Run(context.Background(), stdio) // ended by stdio.hangUp, not by a context
 	}()
 
 	select {
@@ -118,14 +114,14 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		// anything a call still in flight starts, ends as client_gone, quietly.
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
 		defer cancel()
-		_ = srv.Close(ctx, elicitation.ClientGone)
+		_ = srv.close(ctx, elicitation.ClientGone)
 		return 0
 	case sig := <-sigs:
 		logger.Info("shutting down", "signal", sig.String())
 		deadline := time.Now().Add(exitWithin)
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
 		defer cancel()
-		if err := srv.Close(ctx, elicitation.Shutdown); err != nil {
+		if err := srv.close(ctx, elicitation.Shutdown); err != nil {
 			logger.Warn("shutdown did not finish in time", "error", err)
 		}
 		// The waiting tool calls have been answered; give their responses a moment to be
@@ -162,8 +158,8 @@ type config struct {
 	ups            ups.Config
 }
 
-func (c config) options() tools.Options {
-	o := tools.Options{
+func (c config) options() options {
+	o := options{Conformance: c.conformance,
 		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxLive: c.maxLive,
 		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, StateKey: []byte(c.stateKey),
 	}

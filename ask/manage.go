@@ -1,0 +1,142 @@
+package ask
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/registry"
+)
+
+// MaxExtendSeconds bounds one extend_elicitation call; the question's lifetime bounds the
+// total.
+const MaxExtendSeconds = 3600
+
+// StatsURI is the resource AddManagement serves the statistics at.
+const StatsURI = "elicitd://stats"
+
+type listedElicitation struct {
+	ID          string  `json:"id"`
+	Tool        string  `json:"tool"`
+	Title       string  `json:"title,omitempty"`
+	State       string  `json:"state"`
+	Attempt     int     `json:"attempt"`
+	MaxAttempts int     `json:"max_attempts"`
+	AgeSeconds  float64 `json:"age_seconds"`
+	Deadline    string  `json:"deadline"`
+}
+
+type listInput struct{}
+
+type idInput struct {
+	ID string `json:"id" jsonschema:"the elicitation id, from list_elicitations"`
+}
+
+type extendInput struct {
+	ID      string `json:"id" jsonschema:"the elicitation id, from list_elicitations"`
+	Seconds int    `json:"seconds" jsonschema:"how many seconds to add to its deadline (1 to 3600)"`
+}
+
+// AddManagement registers the tools with which an agent manages its own open questions
+// (list_elicitations, cancel_elicitation, extend_elicitation) and the statistics resource
+// (StatsURI). Each tool sees only the questions of the caller's owner (Options.Owner): the
+// ids of others are not found.
+func (el *Elicitor) AddManagement(server *mcp.Server) {
+	manage := func(name, title, description string, schema any, h func(ctx context.Context, owner string, args json.RawMessage) (any, error)) {
+		tool := &mcp.Tool{Name: name, Title: title, Description: description, InputSchema: schema}
+		server.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			out, err := h(ctx, el.Owner(req), req.Params.Arguments)
+			if err != nil {
+				return ErrorResult(err), nil
+			}
+			return JSONResult(out, false), nil
+		})
+	}
+	manage("list_elicitations", "List open questions",
+		"List the questions this session is still waiting on: id, tool, state, attempt, age and deadline.",
+		InputSchema[listInput](), el.list)
+	manage("cancel_elicitation", "Cancel a question",
+		"Cancel one of this session's open questions by id; the tool call waiting on it returns.",
+		InputSchema[idInput](), el.cancelOne)
+	manage("extend_elicitation", "Give more time",
+		"Move the deadline of one of this session's open questions later by a number of seconds (bounded).",
+		InputSchema[extendInput](), el.extendOne)
+	server.AddResource(&mcp.Resource{URI: StatsURI, Name: "stats", Title: "elicitd statistics", MIMEType: "application/json",
+		Description: "Live elicitations by state, totals by outcome and reason, and time-to-answer percentiles."}, el.readStats)
+}
+
+// args decodes a management tool's arguments as its input schema describes them.
+func args[In any](tool string, raw json.RawMessage) (In, error) {
+	resolved, err := InputSchema[In]().Resolve(nil)
+	if err != nil {
+		var zero In
+		return zero, err
+	}
+	return decodeArgs[In](raw, resolved, tool)
+}
+
+func (el *Elicitor) list(_ context.Context, owner string, raw json.RawMessage) (any, error) {
+	if _, err := args[listInput]("list_elicitations", raw); err != nil {
+		return nil, err
+	}
+	now := el.clk.Now()
+	out := []listedElicitation{}
+	for _, snap := range el.reg.List(owner, elicitation.Pending, elicitation.Active) {
+		out = append(out, listedElicitation{ID: snap.ID, Tool: snap.Tool, Title: snap.Title, State: snap.State.String(),
+			Attempt: snap.Attempt, MaxAttempts: snap.MaxAttempts, AgeSeconds: now.Sub(snap.Created).Seconds(),
+			Deadline: snap.Deadline.UTC().Format(time.RFC3339)})
+	}
+	return map[string]any{"elicitations": out}, nil
+}
+
+// managed words a registry refusal of an owner-scoped operation.
+func managed(err error, id string) error {
+	if errors.Is(err, registry.ErrNotFound) {
+		return Errorf(CodeNotFound, "not_found", "no open question of this session has id %q", id)
+	}
+	return Errorf(CodeNotFound, "finished", "question %q has already ended", id)
+}
+
+func (el *Elicitor) cancelOne(_ context.Context, owner string, raw json.RawMessage) (any, error) {
+	in, err := args[idInput]("cancel_elicitation", raw)
+	if err != nil {
+		return nil, err
+	}
+	if err := el.reg.Cancel(owner, in.ID, elicitation.Operator); err != nil {
+		return nil, managed(err, in.ID)
+	}
+	return map[string]any{"id": in.ID, "state": "cancelled"}, nil
+}
+
+func (el *Elicitor) extendOne(_ context.Context, owner string, raw json.RawMessage) (any, error) {
+	in, err := args[extendInput]("extend_elicitation", raw)
+	if err != nil {
+		return nil, err
+	}
+	if in.Seconds < 1 || in.Seconds > MaxExtendSeconds {
+		return nil, Errorf(CodeInvalidArgument, "seconds_out_of_range", "seconds must be between 1 and %d, got %d", MaxExtendSeconds, in.Seconds)
+	}
+	d, err := el.reg.Extend(owner, in.ID, time.Duration(in.Seconds)*time.Second)
+	if err != nil {
+		return nil, managed(err, in.ID)
+	}
+	return map[string]any{"id": in.ID, "deadline": d.UTC().Format(time.RFC3339)}, nil
+}
+
+func (el *Elicitor) readStats(_ context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+	p50, p99, n := el.AnswerPercentiles()
+	b, err := json.MarshalIndent(struct {
+		registry.Stats
+		AnswerP50 float64 `json:"time_to_answer_p50_seconds"`
+		AnswerP99 float64 `json:"time_to_answer_p99_seconds"`
+		Answers   int     `json:"time_to_answer_samples"`
+	}{el.reg.Stats(), p50.Seconds(), p99.Seconds(), n}, "", "  ")
+	if err != nil {
+		return nil, err
+	}
+	return &mcp.ReadResourceResult{Contents: []*mcp.ResourceContents{{URI: StatsURI, MIMEType: "application/json", Text: string(b)}}}, nil
+}

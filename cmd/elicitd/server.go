@@ -1,0 +1,70 @@
+package main
+
+import (
+	"cmp"
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"golang.org/x/time/rate"
+
+	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/tools"
+	"github.com/elicitd/elicitd/tools/shipping"
+	"github.com/elicitd/elicitd/tools/ups"
+)
+
+// options configure a server. Zero values take the defaults noted.
+type options struct {
+	Clock          clock.Clock   // the real clock
+	Timeout        time.Duration // per question, and the most a tool may ask for; 10m
+	MaxAttempts    int           // prompts per question, and the most a tool may ask for; 3
+	Rate           rate.Limit    // questions a client session may start per second; 0: no limit
+	Burst          int           // with Rate
+	MaxLive        int           // live questions across all sessions; 0: no cap
+	MaxAnswerBytes int           // the largest answer ask_user accepts; 1 MiB
+	Keepalive      time.Duration // push era: progress notifications while waiting, if the call has a token; 0: none
+	PullIdle       time.Duration // see ask.Options.PullIdle
+	StateKey       []byte        // the pull-era requestState HMAC key; random when empty
+	Logger         *slog.Logger  // elicitd's own log; discards when nil
+	SDKLogger      *slog.Logger  // the MCP SDK's log; Logger when nil
+	UPS            ups.Config    // the shipping tools' UPS settings; without credentials only dry_run works
+	Conformance    bool          // add the MCP conformance suite's fixtures
+}
+
+// server is elicitd: an MCP server with elicitd's tools, all asking through one Elicitor.
+type server struct {
+	mcp *mcp.Server
+	el  *ask.Elicitor
+}
+
+// newServer wires the MCP server, the Elicitor and the tools together.
+func newServer(o options, version string) *server {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	s := &server{mcp: mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
+		Logger:       cmp.Or(o.SDKLogger, o.Logger),
+		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
+	})}
+	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts,
+		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle,
+		StateKey: o.StateKey, Logger: o.Logger})
+	s.el.Add(s.mcp, tools.AskUser(tools.AskUserOptions{MaxAnswerBytes: o.MaxAnswerBytes}))
+	s.el.AddManagement(s.mcp)
+	s.el.Add(s.mcp, shipping.Tools(o.UPS)...)
+	if o.Conformance {
+		s.el.Add(s.mcp, tools.ConformanceFixtures()...)
+	}
+	return s
+}
+
+// close refuses new questions, ends every open one with reason (shutdown, or client gone
+// when the only client has gone), so the tool calls waiting on them return their results,
+// and waits until those calls have been handled or ctx ends.
+func (s *server) close(ctx context.Context, reason elicitation.Reason) error {
+	return s.el.Close(ctx, reason)
+}
