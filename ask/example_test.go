@@ -24,9 +24,9 @@ var addressForm = ask.MustForm[Address]("Delivery address")
 // plays the person. The same handler works in both eras; this client speaks 2025-11-25.
 func ExampleAddTool() {
 	server := mcp.NewServer(&mcp.Implementation{Name: "shop", Version: "1"}, nil)
-	x := ask.New(server, ask.Options{})
-	defer x.Close(context.Background(), elicitation.Shutdown)
-	ask.AddTool(x, server, &mcp.Tool{Name: "ship"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+	el := ask.New(server, ask.Options{})
+	defer el.Close(context.Background(), elicitation.Shutdown)
+	ask.AddTool(el, server, &mcp.Tool{Name: "ship"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		a, err := addressForm.Ask(ctx, "Where should the parcel go?")
 		if errors.Is(err, ask.ErrDeclined) {
 			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "not shipped"}}}, nil, nil

@@ -41,15 +41,15 @@ type bookOut struct {
 func newServer(t *testing.T, clk clock.Clock) (*mcp.Server, *ask.Elicitor, chan error) {
 	t.Helper()
 	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	x := ask.New(server, ask.Options{Clock: clk, Timeout: time.Minute, PullIdle: -1})
-	t.Cleanup(func() { require.NoError(t, x.Close(context.Background(), elicitation.Shutdown)) })
+	el := ask.New(server, ask.Options{Clock: clk, Timeout: time.Minute, PullIdle: -1})
+	t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
 	errs := make(chan error, 8)
-	ask.AddTool(x, server, &mcp.Tool{Name: "book"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, bookOut, error) {
+	ask.AddTool(el, server, &mcp.Tool{Name: "book"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, bookOut, error) {
 		b, err := bookingForm.Ask(ctx, "Book a room")
 		errs <- err
 		return nil, bookOut{Booking: b}, err
 	})
-	return server, x, errs
+	return server, el, errs
 }
 
 func properties(t *testing.T, p *mcp.ElicitParams) []string {
@@ -149,7 +149,7 @@ func TestDeadlineOnTheMockClock(t *testing.T) {
 	for _, era := range elicittest.Eras {
 		t.Run(string(era), func(t *testing.T) {
 			mock := clock.NewMock()
-			server, x, errs := newServer(t, mock)
+			server, el, errs := newServer(t, mock)
 			u := elicittest.Connect(t, server, era, elicittest.Never())
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
@@ -170,7 +170,7 @@ func TestDeadlineOnTheMockClock(t *testing.T) {
 				require.NoError(t, err)
 				assert.Equal(t, ask.CodeTimeout, p["code"])
 			}
-			assert.Zero(t, x.Registry().Len())
+			assert.Zero(t, el.Registry().Len())
 		})
 	}
 }
@@ -186,10 +186,10 @@ func TestSeveralAsksInOneHandler(t *testing.T) {
 	for _, era := range elicittest.Eras {
 		t.Run(string(era), func(t *testing.T) {
 			server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-			x := ask.New(server, ask.Options{})
-			defer func() { require.NoError(t, x.Close(context.Background(), elicitation.Shutdown)) }()
+			el := ask.New(server, ask.Options{})
+			defer func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) }()
 			steps := 0
-			ask.AddTool(x, server, &mcp.Tool{Name: "who"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			ask.AddTool(el, server, &mcp.Tool{Name: "who"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 				n, err := names.Ask(ctx, "Who?")
 				if err != nil {
 					return nil, nil, err
@@ -215,10 +215,10 @@ func TestClientGoneEndsTheQuestion(t *testing.T) {
 	for _, era := range elicittest.Eras {
 		t.Run(string(era), func(t *testing.T) {
 			server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-			x := ask.New(server, ask.Options{})
-			defer func() { require.NoError(t, x.Close(context.Background(), elicitation.Shutdown)) }()
+			el := ask.New(server, ask.Options{})
+			defer func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) }()
 			outcomes := make(chan elicitation.Outcome, 1)
-			ask.AddTool(x, server, &mcp.Tool{Name: "book"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
+			ask.AddTool(el, server, &mcp.Tool{Name: "book"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 				o, err := ask.Outcome(ctx, ask.Question{Message: "m", Form: bookingForm.Compiled()})
 				require.NoError(t, err)
 				outcomes <- o
