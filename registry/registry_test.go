@@ -151,7 +151,7 @@ func TestGlobalCapOnLiveElicitations(t *testing.T) {
 	f.start(t, "carol")
 	st := f.reg.Stats()
 	assert.EqualValues(t, 1, st.TooManyLive)
-	assert.EqualValues(t, 1, st.Refused())
+	assert.Zero(t, st.RateLimited)
 	assert.EqualValues(t, 3, st.Started)
 }
 

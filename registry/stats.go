@@ -14,9 +14,6 @@ type Stats struct {
 	Owners      int               `json:"owners"` // owner records kept (live ones and recent idle ones)
 }
 
-// Refused is the number of starts refused by a limit.
-func (s Stats) Refused() uint64 { return s.RateLimited + s.TooManyLive }
-
 // Stats returns the counters and the live elicitations by state.
 func (r *Registry) Stats() Stats {
 	r.mu.Lock()

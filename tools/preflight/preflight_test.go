@@ -146,7 +146,7 @@ func expand(rules []preflight.Rule, n int) []preflight.Rule {
 
 func TestIndexedRulesLandAtTheirOwnIndex(t *testing.T) {
 	body := decode(t, `{"F":{"Product":[{"Description":"Books","Unit":{"Number":2}},{"Unit":{"Number":1}}]}}`)
-	assert.True(t, products[0].Indexed())
+	assert.Contains(t, products[0].DotPath, "[n]", "a template for list items")
 	rules := expand(products, 2)
 	assert.Equal(t, "F.Product[1].Description", rules[2].DotPath)
 	assert.Equal(t, "product_2_description", rules[2].FlatKey)

@@ -34,9 +34,6 @@ type Rule struct {
 // MaxItems bounds how many items an indexed rule expands to.
 const MaxItems = 10
 
-// Indexed reports whether r is a template for list items.
-func (r Rule) Indexed() bool { return strings.Contains(r.DotPath, "[n]") }
-
 // Item returns an indexed rule for item i (0-based): [n] becomes [i], _n_ and {n} become the
 // item number i+1.
 func (r Rule) Item(i int) Rule {

@@ -190,12 +190,6 @@ func (c *Client) guardedClient() *http.Client {
 	}}
 }
 
-// BaseURL returns the base URL calls go to.
-func (c *Client) BaseURL() string { return c.base }
-
-// Timeout returns the bound on one call.
-func (c *Client) Timeout() time.Duration { return c.cfg.Timeout }
-
 // CallOptions are a call's optional headers; empty means the defaults (a fresh UUID for
 // transId, the configured transactionSrc).
 type CallOptions struct {

@@ -123,11 +123,11 @@ func TestExactRequest(t *testing.T) {
 }
 
 func TestBaseURLs(t *testing.T) {
-	assert.Equal(t, ups.CIEURL, ups.New(ups.Config{}).BaseURL())
-	assert.Equal(t, ups.CIEURL, ups.New(ups.Config{Environment: "test"}).BaseURL())
-	assert.Equal(t, ups.ProductionURL, ups.New(ups.Config{Environment: "Production"}).BaseURL())
-	assert.Equal(t, "http://sandbox:1", ups.New(ups.Config{Environment: "production", BaseURL: "http://sandbox:1/"}).BaseURL())
-	assert.Equal(t, ups.DefaultTimeout, ups.New(ups.Config{}).Timeout())
+	base := func(c ups.Config) string { return ups.New(c).Endpoint("/x", nil) }
+	assert.Equal(t, ups.CIEURL+"/x", base(ups.Config{}))
+	assert.Equal(t, ups.CIEURL+"/x", base(ups.Config{Environment: "test"}))
+	assert.Equal(t, ups.ProductionURL+"/x", base(ups.Config{Environment: "Production"}))
+	assert.Equal(t, "http://sandbox:1/x", base(ups.Config{Environment: "production", BaseURL: "http://sandbox:1/"}))
 	assert.Equal(t, "https://wwwcie.ups.com/api/rating/v2409/Rate?additionalinfo=timeintransit",
 		ups.New(ups.Config{}).Endpoint(ups.RatePath("v2409", "Rate"), url.Values{"additionalinfo": {"timeintransit"}}))
 
