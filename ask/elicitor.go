@@ -295,7 +295,8 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	if q.Form == nil && q.Wire == nil {
 		return elicitation.Outcome{}, Errorf(CodeInvalidForm, "invalid_spec", "ask: Question.Form is required")
 	}
-	if !formElicitation(c.req) {
+	way, ok := wayFor(c, q)
+	if !ok {
 		e := Errorf(CodeUnsupported, "no_form_elicitation",
 			"this client cannot show forms (it declares no form elicitation); ask the person for these in the chat instead")
 		e.Missing = q.Missing
@@ -323,16 +324,9 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 			spec.Continue = rounds(q.Form, q.Message, q.Then)
 		}
 	}
-	if c.pull {
-		spec.Prompter = c
-	} else {
-		// A prompt's elicitation/create lives until the question ends, which it has when
-		// ask returns (wait sees to that); then the SDK tells the client with
-		// notifications/cancelled.
-		prompts, stopPrompts := context.WithCancel(context.Background())
-		defer stopPrompts()
-		spec.Prompter = pushPrompter{ss: c.req.Session, ctx: prompts}
-	}
+	var stop func()
+	spec.Prompter, stop = way.prompter(c)
+	defer stop()
 	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {
 		return elicitation.Outcome{}, startError(err)
@@ -347,6 +341,43 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 // errNotInCall is Ask's error outside a tool handler.
 var errNotInCall = Errorf(CodeFailed, "not_in_a_call",
 	"ask: the context is not that of a tool handler registered with ask.AddTool, Elicitor.Add or Elicitor.Handler")
+
+// way is one way to put a question to the person: a mode (form; URL mode can be another)
+// in an era. A question goes the first way that suits it and the call's client.
+type way struct {
+	name  string
+	suits func(c *call, q Question) bool
+	// prompter returns the question's Prompter, and what to do once it has ended.
+	prompter func(c *call) (elicitation.Prompter, func())
+}
+
+// ways are tried in order.
+var ways = []way{
+	{name: "form, pull era",
+		suits: func(c *call, _ Question) bool { return c.pull && formElicitation(c.req) },
+		prompter: func(c *call) (elicitation.Prompter, func()) {
+			return c, func() {} // input requests on the call's results
+		}},
+	{name: "form, push era",
+		suits: func(c *call, _ Question) bool { return !c.pull && formElicitation(c.req) },
+		prompter: func(c *call) (elicitation.Prompter, func()) {
+			// A prompt's elicitation/create lives until the question ends, which it has
+			// when ask returns (wait sees to that); then the SDK tells the client with
+			// notifications/cancelled.
+			prompts, stop := context.WithCancel(context.Background())
+			return pushPrompter{ss: c.req.Session, ctx: prompts}, stop
+		}},
+}
+
+// wayFor returns the first way that suits q and c's client.
+func wayFor(c *call, q Question) (way, bool) {
+	for _, w := range ways {
+		if w.suits(c, q) {
+			return w, true
+		}
+	}
+	return way{}, false
+}
 
 // callKey carries the *call of a handler's context.
 type callKey struct{}
