@@ -66,19 +66,14 @@ type Elicitor struct {
 	idPrefix string        // unique to this Elicitor: call ids never repeat across restarts
 	callSeq  atomic.Uint64 // numbers the pull-era calls
 
-	owners sync.Map // *mcp.ServerSession -> owner id, for the default owner hook
-	calls  sync.Map // pull era: conversation id -> *call, while the client may come back
-	busy   inflight // tool calls being handled and pull-era handlers still running
+	owners sync.Map  // *mcp.ServerSession -> owner id, for the default owner hook
+	calls  callStore // pull era: the calls a client may come back to, and how recent ones ended
+	busy   inflight  // tool calls being handled and pull-era handlers still running
 
 	mu      sync.Mutex
 	answers []time.Duration // recent times to a completed answer, a ring
 	next    int
-	recent  map[string]string // how recently ended pull-era calls ended, for late callers
-	order   []string          // recent's keys, oldest first
 }
-
-// recentWindow is how many ended pull-era calls are remembered for a late retry.
-const recentWindow = 1024
 
 // New returns an Elicitor for server and installs its middleware: the wire schema on
 // outgoing elicitation/create requests, 2026-07-28 input_required results as the spec has
@@ -106,7 +101,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 		o.PullIdle = o.Timeout / 2
 	}
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), idPrefix: rand.Text()[:13] + "-", timeout: o.Timeout, maxAttempts: o.MaxAttempts,
-		keepalive: o.Keepalive, pullIdle: o.PullIdle, log: o.Logger, ownerOf: o.Owner}
+		keepalive: o.Keepalive, pullIdle: o.PullIdle, log: o.Logger, ownerOf: o.Owner, calls: &memCalls{}}
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
 	server.AddSendingMiddleware(attachWireSchema)
 	server.AddReceivingMiddleware(el.middleware)
@@ -123,9 +118,7 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 	if err := el.reg.Close(ctx, reason); err != nil {
 		return err
 	}
-	for _, v := range el.calls.Range {
-		v.(*call).kill(reason)
-	}
+	el.calls.each(func(c *call) { c.kill(reason) })
 	select {
 	case <-el.busy.none():
 		return nil
@@ -219,20 +212,6 @@ func (el *Elicitor) AnswerPercentiles() (p50, p99 time.Duration, n int) {
 	slices.Sort(ds)
 	at := func(q float64) time.Duration { return ds[min(len(ds)-1, int(q*float64(len(ds))))] }
 	return at(0.50), at(0.99), len(ds)
-}
-
-// remember records how a pull-era call ended, for a late retry's error.
-func (el *Elicitor) remember(id, how string) {
-	el.mu.Lock()
-	defer el.mu.Unlock()
-	if el.recent == nil {
-		el.recent = map[string]string{}
-	}
-	if len(el.order) == recentWindow {
-		delete(el.recent, el.order[0])
-		el.order = el.order[1:]
-	}
-	el.recent[id], el.order = how, append(el.order, id)
 }
 
 // Question is one thing a tool asks the person: a form, with the message shown above it.
@@ -487,7 +466,7 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start fun
 	// the call does (abandoned, cancelled, shut down).
 	hctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), callKey{}, c))
 	c.cancel = cancel
-	el.calls.Store(c.id, c)
+	el.calls.add(c)
 	el.busy.begin()
 	go func() {
 		defer el.busy.end()
@@ -628,16 +607,16 @@ func (c *call) setHow(o elicitation.Outcome) {
 
 // forget drops the call from those a retry may resume, remembering how it ended.
 func (el *Elicitor) forget(c *call) {
-	if !el.calls.CompareAndDelete(c.id, c) {
+	c.mu.Lock()
+	how, handed := c.how, c.handed
+	c.mu.Unlock()
+	// Remembered only if a requestState names it: else no retry can ask.
+	if !el.calls.end(c, how, handed > 0) {
 		return
 	}
 	c.mu.Lock()
 	c.disarm()
-	how, handed := c.how, c.handed
 	c.mu.Unlock()
-	if handed > 0 { // else no requestState names it: no retry can ask
-		el.remember(c.id, how)
-	}
 }
 
 // wait waits for e's outcome. If ctx ends first, e is cancelled for the reason ctx gives. In
@@ -696,17 +675,13 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result
 	if st.Tool != req.Params.Name {
 		return fail(stateError("foreign", otherCall))
 	}
-	v, ok := el.calls.Load(st.ID)
-	if !ok {
-		el.mu.Lock()
-		how := el.recent[st.ID]
-		el.mu.Unlock()
+	c, how := el.calls.find(st.ID)
+	if c == nil {
 		if how != "" {
 			how = " (" + how + ")"
 		}
 		return fail(stateError("finished", "that question has already ended%s; call the tool again without requestState", how))
 	}
-	c := v.(*call)
 	if !sameArgs(c.args, req.Params.Arguments) {
 		return fail(stateError("foreign", otherCall)) // not merely re-encoded: other arguments
 	}
