@@ -8,6 +8,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -48,6 +49,14 @@ func (weightForm) Validate(content map[string]any) (map[string]any, []validator.
 }
 
 func main() {
+	if err := run(os.Stdout); err != nil {
+		fmt.Fprintln(os.Stderr, "engine:", err)
+		os.Exit(1)
+	}
+}
+
+// run walks the elicitation through, printing to w.
+func run(w io.Writer) error {
 	reg := registry.New(registry.Config{MaxLive: 10})
 	answers := []map[string]any{{"weight_kg": "abc"}, {"weight_kg": " 5 "}}
 
@@ -58,24 +67,29 @@ func main() {
 		Timeout: time.Minute,
 	})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, "start:", err)
-		os.Exit(1)
+		return fmt.Errorf("start: %w", err)
 	}
+	answered := make(chan struct{})
 	go func() {
+		defer close(answered)
 		for p := range person {
-			fmt.Printf("prompt %d of %d: %q\n", p.Round, p.MaxAttempts, p.Message)
+			fmt.Fprintf(w, "prompt %d of %d: %q\n", p.Round, p.MaxAttempts, p.Message)
 			a := answers[p.Round-1]
-			fmt.Printf("  the person types %v\n", a["weight_kg"])
+			fmt.Fprintf(w, "  the person types %v\n", a["weight_kg"])
 			_ = p.Elicitation.Answer(elicitation.Answer{Round: p.Round, Action: elicitation.Accept, Content: a})
 		}
 	}()
 
 	o, _ := e.Wait(context.Background())
 	close(person)
-	fmt.Printf("outcome: %s after %d attempts, data %v\n", o.State, o.Attempts, o.Data)
-	fmt.Printf("live elicitations left: %d\n", reg.Len())
-	_ = reg.Shutdown(context.Background())
-	if o.State != elicitation.Completed {
-		os.Exit(1)
+	<-answered
+	fmt.Fprintf(w, "outcome: %s after %d attempts, data %v\n", o.State, o.Attempts, o.Data)
+	fmt.Fprintf(w, "live elicitations left: %d\n", reg.Len())
+	if err := reg.Shutdown(context.Background()); err != nil {
+		return err
 	}
+	if o.State != elicitation.Completed {
+		return fmt.Errorf("the elicitation ended %s", o.State)
+	}
+	return nil
 }

@@ -1,0 +1,70 @@
+package ask
+
+import "sync"
+
+// callStore is the one place the Elicitor keeps its pull-era calls by id: the live ones a
+// retry resumes, and, for a while, how ended ones ended, so that a late retry hears why.
+// It is narrow so that a store shared by several nodes could later sit under it.
+type callStore interface {
+	// add makes c live under its id.
+	add(c *call)
+	// find returns the live call with that id, or else how a recently ended one ended
+	// ("" when the id is unknown or long gone).
+	find(id string) (c *call, how string)
+	// end drops c if it is still the live call of its id and reports whether it did; with
+	// remember it keeps how it ended.
+	end(c *call, how string, remember bool) bool
+	// each calls f for every live call.
+	each(f func(*call))
+}
+
+// recentWindow is how many ended pull-era calls are remembered for a late retry.
+const recentWindow = 1024
+
+// memCalls is the in-memory callStore.
+type memCalls struct {
+	live sync.Map // id -> *call
+
+	mu    sync.Mutex
+	ended map[string]string // id -> how it ended
+	order []string          // ended's keys, oldest first
+}
+
+var _ callStore = (*memCalls)(nil)
+
+func (s *memCalls) add(c *call) { s.live.Store(c.id, c) }
+
+func (s *memCalls) find(id string) (*call, string) {
+	if v, ok := s.live.Load(id); ok {
+		return v.(*call), ""
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return nil, s.ended[id]
+}
+
+func (s *memCalls) end(c *call, how string, remember bool) bool {
+	if !s.live.CompareAndDelete(c.id, c) {
+		return false
+	}
+	if !remember {
+		return true
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ended == nil {
+		s.ended = map[string]string{}
+	}
+	if len(s.order) == recentWindow {
+		delete(s.ended, s.order[0])
+		s.order = s.order[1:]
+	}
+	s.ended[c.id], s.order = how, append(s.order, c.id)
+	return true
+}
+
+func (s *memCalls) each(f func(*call)) {
+	for _, v := range s.live.Range {
+		f(v.(*call))
+	}
+}
