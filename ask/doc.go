@@ -14,6 +14,27 @@
 //		...
 //	})
 //
+// A package of tools need not import the MCP SDK at all: it describes its tools with
+// NewTool (typed input and result) or RawTool (it reads its own arguments), and the program
+// that owns the server adds them with Elicitor.Add. elicitd's own ask_user and shipping
+// tools are written that way. AddManagement adds the tools an agent manages its own open
+// questions with (list, cancel, extend), scoped to the caller's owner, and a statistics
+// resource.
+//
+// # Asking in rounds
+//
+// A Question's Then runs after each valid answer and decides: finish (with the answers as
+// Data and a result of the tool's own type as Value), ask a follow-up made with Step, or end
+// with an error (Next.Err), which the tool gets back as its error and which is not counted
+// as a completed question. Reprompt words the message after an invalid answer. Valid answers
+// are kept across a re-prompt and a Step follow-up: only the fields at fault are asked again.
+//
+// # Owners
+//
+// Every question has an owner: by default the client session of the call, whose questions
+// end (client gone) when the session does; Options.Owner names owners otherwise (an
+// authenticated caller, say). Only the owner may resume, list, extend or cancel them.
+//
 // # Eras
 //
 // A client up to protocol 2025-11-25 gets each prompt as a server-initiated

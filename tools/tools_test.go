@@ -87,3 +87,13 @@ func TestCompileAskReusesAFormItCompiledBefore(t *testing.T) {
 		assert.Equal(t, "sensitive_field", err.(*ask.Error).Reason)
 	}
 }
+
+// The arguments ask_user decodes by hand are exactly those its published input schema
+// (inferred from AskUserInput) lists.
+func TestAskUserDecodesTheArgumentsItsSchemaLists(t *testing.T) {
+	var names []string
+	for name := range ask.InputSchema[AskUserInput]().Properties {
+		names = append(names, name)
+	}
+	assert.ElementsMatch(t, names, askUserArgNames)
+}
