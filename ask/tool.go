@@ -145,7 +145,7 @@ func decodeArgs[In any](raw json.RawMessage, resolved *jsonschema.Resolved, tool
 }
 
 // propertyPath matches jsonschema-go's "validating /properties/NAME: " steps. The library
-// reports a failure only as text; TestArgumentProblemNamesTheArgument pins the wording this
+// reports a failure only as text; TestToolArgumentsErrorsAndResults pins the wording this
 // relies on, so a change in the library fails a test rather than garbles a message.
 var propertyPath = regexp.MustCompile(`validating /properties/([^:]+): `)
 
