@@ -170,3 +170,15 @@ func FuzzDecodeState(f *testing.F) {
 		}
 	})
 }
+
+// Result reads an error and never writes it: the sentinels and Ask's error outside a call
+// are shared values, which concurrent calls may turn into results at once.
+func TestResultDoesNotChangeTheError(t *testing.T) {
+	res := ErrDeclined.Result()
+	assert.Nil(t, ErrDeclined.Missing, "the sentinel is unchanged")
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `"missing":[]`, "the payload still lists none as []")
+	done := make(chan struct{})
+	go func() { defer close(done); _ = errNotInCall.Result() }()
+	_ = errNotInCall.Result()
+	<-done
+}

@@ -73,7 +73,9 @@ func Errorf(code, reason, format string, args ...any) *Error {
 // Result turns the error into the tool result the client sees.
 func (e *Error) Result() *mcp.CallToolResult {
 	if e.Missing == nil {
-		e.Missing = []Missing{}
+		p := *e // the sentinels are shared: a copy lists none as []
+		p.Missing = []Missing{}
+		return JSONResult(&p, true)
 	}
 	return JSONResult(e, true)
 }
