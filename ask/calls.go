@@ -11,9 +11,9 @@ type callStore interface {
 	// find returns the live call with that id, or else how a recently ended one ended
 	// ("" when the id is unknown or long gone).
 	find(id string) (c *call, how string)
-	// end drops c if it is still the live call of its id and reports whether it did; with
-	// remember it keeps how it ended.
-	end(c *call, how string, remember bool) bool
+	// end drops c if it is still the live call of its id; with remember it keeps how it
+	// ended.
+	end(c *call, how string, remember bool)
 	// each calls f for every live call.
 	each(f func(*call))
 }
@@ -43,12 +43,9 @@ func (s *memCalls) find(id string) (*call, string) {
 	return nil, s.ended[id]
 }
 
-func (s *memCalls) end(c *call, how string, remember bool) bool {
-	if !s.live.CompareAndDelete(c.id, c) {
-		return false
-	}
-	if !remember {
-		return true
+func (s *memCalls) end(c *call, how string, remember bool) {
+	if !s.live.CompareAndDelete(c.id, c) || !remember {
+		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -60,7 +57,6 @@ func (s *memCalls) end(c *call, how string, remember bool) bool {
 		s.order = s.order[1:]
 	}
 	s.ended[c.id], s.order = how, append(s.order, c.id)
-	return true
 }
 
 func (s *memCalls) each(f func(*call)) {

@@ -324,7 +324,6 @@ var errNotInCall = Errorf(CodeFailed, "not_in_a_call",
 // way is one way to put a question to the person: a mode (form; URL mode can be another)
 // in an era. A question goes the first way that suits it and the call's client.
 type way struct {
-	name  string
 	suits func(c *call, q Question) bool
 	// prompter returns the question's Prompter, and what to do once it has ended.
 	prompter func(c *call) (elicitation.Prompter, func())
@@ -332,12 +331,12 @@ type way struct {
 
 // ways are tried in order.
 var ways = []way{
-	{name: "form, pull era",
+	{ // form, pull era
 		suits: func(c *call, _ Question) bool { return c.pull && formElicitation(c.req) },
 		prompter: func(c *call) (elicitation.Prompter, func()) {
 			return c, func() {} // input requests on the call's results
 		}},
-	{name: "form, push era",
+	{ // form, push era
 		suits: func(c *call, _ Question) bool { return !c.pull && formElicitation(c.req) },
 		prompter: func(c *call) (elicitation.Prompter, func()) {
 			// A prompt's elicitation/create lives until the question ends, which it has
@@ -608,15 +607,11 @@ func (c *call) setHow(o elicitation.Outcome) {
 // forget drops the call from those a retry may resume, remembering how it ended.
 func (el *Elicitor) forget(c *call) {
 	c.mu.Lock()
+	c.disarm() // a call forgotten already has none armed
 	how, handed := c.how, c.handed
 	c.mu.Unlock()
 	// Remembered only if a requestState names it: else no retry can ask.
-	if !el.calls.end(c, how, handed > 0) {
-		return
-	}
-	c.mu.Lock()
-	c.disarm()
-	c.mu.Unlock()
+	el.calls.end(c, how, handed > 0)
 }
 
 // wait waits for e's outcome. If ctx ends first, e is cancelled for the reason ctx gives. In

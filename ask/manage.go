@@ -46,43 +46,35 @@ type extendInput struct {
 // (StatsURI). Each tool sees only the questions of the caller's owner (Options.Owner): the
 // ids of others are not found.
 func (el *Elicitor) AddManagement(server *mcp.Server) {
-	manage := func(name, title, description string, schema any, h func(ctx context.Context, owner string, args json.RawMessage) (any, error)) {
-		tool := &mcp.Tool{Name: name, Title: title, Description: description, InputSchema: schema}
-		server.AddTool(tool, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			out, err := h(ctx, el.Owner(req), req.Params.Arguments)
+	manage(el, server, "list_elicitations", "List open questions",
+		"List the questions this session is still waiting on: id, tool, state, attempt, age and deadline.", el.list)
+	manage(el, server, "cancel_elicitation", "Cancel a question",
+		"Cancel one of this session's open questions by id; the tool call waiting on it returns.", el.cancelOne)
+	manage(el, server, "extend_elicitation", "Give more time",
+		"Move the deadline of one of this session's open questions later by a number of seconds (bounded).", el.extendOne)
+	server.AddResource(&mcp.Resource{URI: StatsURI, Name: "stats", Title: "elicitd statistics", MIMEType: "application/json",
+		Description: "Live elicitations by state, totals by outcome and reason, and time-to-answer percentiles."}, el.readStats)
+}
+
+// manage registers a management tool: its arguments decode into In, and it acts for the
+// caller's owner. It asks nothing, so it needs none of a call's machinery.
+func manage[In any](el *Elicitor, server *mcp.Server, name, title, description string, h func(owner string, in In) (any, error)) {
+	schema, decode := typedArgs[In](name)
+	server.AddTool(&mcp.Tool{Name: name, Title: title, Description: description, InputSchema: schema},
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			in, err := decode(req.Params.Arguments)
+			var out any
+			if err == nil {
+				out, err = h(el.Owner(req), in)
+			}
 			if err != nil {
 				return ErrorResult(err), nil
 			}
 			return JSONResult(out, false), nil
 		})
-	}
-	manage("list_elicitations", "List open questions",
-		"List the questions this session is still waiting on: id, tool, state, attempt, age and deadline.",
-		InputSchema[listInput](), el.list)
-	manage("cancel_elicitation", "Cancel a question",
-		"Cancel one of this session's open questions by id; the tool call waiting on it returns.",
-		InputSchema[idInput](), el.cancelOne)
-	manage("extend_elicitation", "Give more time",
-		"Move the deadline of one of this session's open questions later by a number of seconds (bounded).",
-		InputSchema[extendInput](), el.extendOne)
-	server.AddResource(&mcp.Resource{URI: StatsURI, Name: "stats", Title: "elicitd statistics", MIMEType: "application/json",
-		Description: "Live elicitations by state, totals by outcome and reason, and time-to-answer percentiles."}, el.readStats)
 }
 
-// args decodes a management tool's arguments as its input schema describes them.
-func args[In any](tool string, raw json.RawMessage) (In, error) {
-	resolved, err := InputSchema[In]().Resolve(nil)
-	if err != nil {
-		var zero In
-		return zero, err
-	}
-	return decodeArgs[In](raw, resolved, tool)
-}
-
-func (el *Elicitor) list(_ context.Context, owner string, raw json.RawMessage) (any, error) {
-	if _, err := args[listInput]("list_elicitations", raw); err != nil {
-		return nil, err
-	}
+func (el *Elicitor) list(owner string, _ listInput) (any, error) {
 	now := el.clk.Now()
 	out := []listedElicitation{}
 	for _, snap := range el.reg.List(owner, elicitation.Pending, elicitation.Active) {
@@ -101,22 +93,14 @@ func managed(err error, id string) error {
 	return Errorf(CodeNotFound, "finished", "question %q has already ended", id)
 }
 
-func (el *Elicitor) cancelOne(_ context.Context, owner string, raw json.RawMessage) (any, error) {
-	in, err := args[idInput]("cancel_elicitation", raw)
-	if err != nil {
-		return nil, err
-	}
+func (el *Elicitor) cancelOne(owner string, in idInput) (any, error) {
 	if err := el.reg.Cancel(owner, in.ID, elicitation.Operator); err != nil {
 		return nil, managed(err, in.ID)
 	}
 	return map[string]any{"id": in.ID, "state": "cancelled"}, nil
 }
 
-func (el *Elicitor) extendOne(_ context.Context, owner string, raw json.RawMessage) (any, error) {
-	in, err := args[extendInput]("extend_elicitation", raw)
-	if err != nil {
-		return nil, err
-	}
+func (el *Elicitor) extendOne(owner string, in extendInput) (any, error) {
 	if in.Seconds < 1 || in.Seconds > MaxExtendSeconds {
 		return nil, Errorf(CodeInvalidArgument, "seconds_out_of_range", "seconds must be between 1 and %d, got %d", MaxExtendSeconds, in.Seconds)
 	}

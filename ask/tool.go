@@ -38,19 +38,26 @@ type Text string
 // The handler may ask (Ask, Outcome, Form.Ask) with its context. An error it returns is sent
 // as the error payload: an *Error as it is, any other error as ELICITATION_FAILED.
 func NewTool[In, Out any](name, title, description string, h func(ctx context.Context, in In) (Out, error)) Tool {
-	schema := InputSchema[In]()
-	resolved, err := schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
-	if err != nil {
-		panic(fmt.Sprintf("ask: %s's input schema: %v", name, err)) // a fixed type: caught by any test
-	}
+	schema, decode := typedArgs[In](name)
 	return Tool{Name: name, Title: title, Description: description, schema: schema,
 		handle: func(ctx context.Context, raw json.RawMessage) (any, error) {
-			in, err := decodeArgs[In](raw, resolved, name)
+			in, err := decode(raw)
 			if err != nil {
 				return nil, err
 			}
 			return h(ctx, in)
 		}}
+}
+
+// typedArgs infers tool's input schema from In, resolves it once, and returns it with the
+// decoder of a call's arguments.
+func typedArgs[In any](tool string) (*jsonschema.Schema, func(json.RawMessage) (In, error)) {
+	schema := InputSchema[In]()
+	resolved, err := schema.Resolve(&jsonschema.ResolveOptions{ValidateDefaults: true})
+	if err != nil {
+		panic(fmt.Sprintf("ask: %s's input schema: %v", tool, err)) // a fixed type: caught by any test
+	}
+	return schema, func(raw json.RawMessage) (In, error) { return decodeArgs[In](raw, resolved, tool) }
 }
 
 // RawTool describes a tool that reads its arguments itself, from their JSON, for a tool that

@@ -209,19 +209,13 @@ func (e *Elicitation) Answer(a Answer) error {
 			a.checked = true
 		}
 	}
-	_, err := e.send(event{kind: evAnswer, answer: a})
+	_, err := e.send(context.Background(), event{kind: evAnswer, answer: a})
 	return err
 }
 
 // Cancel ends the elicitation as Cancelled with reason r (which must not be None) and
 // returns once the outcome is fixed, or ErrFinished if it had already ended.
-func (e *Elicitation) Cancel(r Reason) error {
-	if r == None || int(r) >= NumReasons {
-		return fmt.Errorf("%w: cancel needs a reason, got %d", ErrInvalidEvent, r)
-	}
-	_, err := e.send(event{kind: evCancel, reason: r})
-	return err
-}
+func (e *Elicitation) Cancel(r Reason) error { return e.CancelContext(context.Background(), r) }
 
 // CancelContext is Cancel bounded by ctx: if the actor has not taken the cancel when ctx
 // ends (a Prompter that breaks its promise not to block, say), it gives up with ctx's error.
@@ -229,19 +223,8 @@ func (e *Elicitation) CancelContext(ctx context.Context, r Reason) error {
 	if r == None || int(r) >= NumReasons {
 		return fmt.Errorf("%w: cancel needs a reason, got %d", ErrInvalidEvent, r)
 	}
-	ch := replies.Get().(chan reply)
-	select {
-	case e.inbox <- event{kind: evCancel, reason: r, reply: ch}:
-	case <-e.done:
-		replies.Put(ch)
-		return ErrFinished
-	case <-ctx.Done():
-		replies.Put(ch)
-		return ctx.Err()
-	}
-	rep := <-ch // taken: the actor replies at once
-	replies.Put(ch)
-	return rep.err
+	_, err := e.send(ctx, event{kind: evCancel, reason: r})
+	return err
 }
 
 // Extend moves the deadline d later, but never past start plus the spec's MaxLifetime, and
@@ -250,12 +233,13 @@ func (e *Elicitation) Extend(d time.Duration) (time.Time, error) {
 	if d <= 0 {
 		return time.Time{}, fmt.Errorf("%w: an extension must be positive, got %s", ErrInvalidEvent, d)
 	}
-	r, err := e.send(event{kind: evExtend, extend: d})
+	r, err := e.send(context.Background(), event{kind: evExtend, extend: d})
 	return r.deadline, err
 }
 
-// send delivers ev to the actor and waits for its reply.
-func (e *Elicitation) send(ev event) (reply, error) {
+// send delivers ev to the actor and waits for its reply. If ctx ends before the actor has
+// taken ev, it gives up with ctx's error; once taken, the reply comes at once.
+func (e *Elicitation) send(ctx context.Context, ev event) (reply, error) {
 	ch := replies.Get().(chan reply)
 	ev.reply = ch
 	select {
@@ -263,6 +247,9 @@ func (e *Elicitation) send(ev event) (reply, error) {
 	case <-e.done:
 		replies.Put(ch)
 		return reply{}, ErrFinished
+	case <-ctx.Done():
+		replies.Put(ch)
+		return reply{}, ctx.Err()
 	}
 	r := <-ch
 	replies.Put(ch)

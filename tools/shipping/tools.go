@@ -50,10 +50,7 @@ type RateShipmentInput struct {
 // only dry_run works). They use package ask as any tool author would; a server adds them with
 // ask.Elicitor.Add.
 func Tools(cfg ups.Config) []ask.Tool {
-	t := &tools{cfg: cfg}
-	if cfg.Configured() {
-		t.ups = ups.New(cfg)
-	}
+	t := &tools{cfg: cfg, ups: ups.New(cfg), configured: cfg.Configured()}
 	return []ask.Tool{
 		ask.NewTool("create_shipment", "Create a UPS shipment",
 			"Create a UPS shipment from a complete or partial ShipmentRequest body. Missing required fields are asked from the person in one form; fields a form cannot carry are listed for you to add. With dry_run the completed body is returned instead of calling UPS.",
@@ -66,8 +63,9 @@ func Tools(cfg ups.Config) []ask.Tool {
 
 // tools is the shipping tools' configuration.
 type tools struct {
-	cfg ups.Config
-	ups *ups.Client // nil without credentials
+	cfg        ups.Config
+	ups        *ups.Client // for the endpoint always, for calls only when configured
+	configured bool        // credentials are set
 }
 
 func (t *tools) create(ctx context.Context, in CreateShipmentInput) (json.RawMessage, error) {
@@ -149,7 +147,7 @@ func structuralError(rules []preflight.Rule) *ask.Error {
 // ship runs the loop of docs/shipping.md: malformed -> structural -> unsupported client -> one
 // form -> re-prompts keeping valid answers -> follow-ups for newly required fields -> UPS.
 func (t *tools) ship(ctx context.Context, job shipJob) (json.RawMessage, error) {
-	if !job.dryRun && t.ups == nil {
+	if !job.dryRun && !t.configured {
 		return nil, ask.Errorf(CodeUPSNotConfigured, "no_credentials",
 			"UPS credentials are not set (UPS_CLIENT_ID and UPS_CLIENT_SECRET); use dry_run to complete the body without calling UPS")
 	}
@@ -247,7 +245,7 @@ func (t *tools) finish(ctx context.Context, job shipJob, body map[string]any) (j
 	}
 	if job.dryRun {
 		// The endpoint as configured, whether or not credentials are set.
-		endpoint := ups.New(t.cfg).Endpoint(job.path, job.query)
+		endpoint := t.ups.Endpoint(job.path, job.query)
 		return json.Marshal(map[string]any{"endpoint": endpoint, "request_body": body})
 	}
 	out, err := t.ups.Post(ctx, job.path, job.query, body, job.callOpt)
