@@ -225,7 +225,7 @@ type Question struct {
 	// Wire, when set, is sent and checked in place of Form (a fixture's exact schema, or a
 	// form that lets every answer through to Then). By default Form is asked keeping the
 	// valid answers: a re-prompt asks only for the fields at fault.
-	Wire elicitation.Form
+	Wire elicitation.CompiledForm
 	// Reprompt, when set, words the message after an invalid answer from its problems and
 	// the number of fields asked again (only those at fault: the valid answers are kept).
 	// Nil: the problems, a blank line, then Message.
@@ -253,9 +253,9 @@ func Ask(ctx context.Context, q Question) (map[string]any, error) {
 	return o.Data, nil
 }
 
-// Step is a follow-up a Then asks (in elicitation.Next.FollowUp): form is asked as a
+// FollowUp is a follow-up step for a Then to ask (in elicitation.Next.FollowUp): form is asked as a
 // Question's Form is, keeping the valid answers of an invalid one.
-func Step(message string, form *validator.Compiled) *elicitation.Step {
+func FollowUp(message string, form *validator.Compiled) *elicitation.Step {
 	return &elicitation.Step{Message: message, Form: keepForm{form}}
 }
 
@@ -287,7 +287,7 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	spec := elicitation.Spec{Title: q.Title, Tool: c.req.Params.Name, Message: q.Message, Continue: q.Then,
 		Timeout: clamp(q.Timeout, time.Second, el.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, el.maxAttempts)}
 	if q.Reprompt != nil {
-		spec.Reprompt = func(errs []validator.FieldError, next elicitation.Form) string {
+		spec.Reprompt = func(errs []validator.FieldError, next elicitation.CompiledForm) string {
 			n := 0
 			if f, ok := next.(interface{ Asked() int }); ok {
 				n = f.Asked()

@@ -75,7 +75,7 @@ func shipTool() ask.Tool {
 					if l.City == "Nowhere" {
 						return elicitation.Next{Err: ask.Errorf("NO_ROUTE", "no_route", "no carrier goes to %s", l.City)}
 					}
-					return elicitation.Next{FollowUp: ask.Step("And a phone number?", phoneForm)}
+					return elicitation.Next{FollowUp: ask.FollowUp("And a phone number?", phoneForm)}
 				}})
 			if err != nil {
 				return label{}, err

@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
@@ -211,9 +212,13 @@ func TestSeveralAsksInOneHandler(t *testing.T) {
 	}
 }
 
+// A client that goes away ends its questions as client_gone, and leaves nothing running:
+// the owner's watcher (pull era: the only thing that sees a session end between rounds)
+// ends with the session, before the Elicitor is closed.
 func TestClientGoneEndsTheQuestion(t *testing.T) {
 	for _, era := range elicittest.Eras {
 		t.Run(string(era), func(t *testing.T) {
+			before := goleak.IgnoreCurrent()
 			server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 			el := ask.New(server, ask.Options{})
 			defer func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) }()
@@ -231,6 +236,7 @@ func TestClientGoneEndsTheQuestion(t *testing.T) {
 			o := <-outcomes
 			assert.Equal(t, elicitation.Cancelled, o.State)
 			assert.Equal(t, elicitation.ClientGone, o.Reason)
+			goleak.VerifyNone(t, before)
 		})
 	}
 }

@@ -11,7 +11,7 @@ type keepForm struct{ *validator.Compiled }
 
 var _ elicitation.Keeper = keepForm{}
 
-func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, elicitation.Form) {
+func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, elicitation.CompiledForm) {
 	data, errs, retry := f.Compiled.Keep(content)
 	if retry == nil {
 		return data, errs, nil

@@ -8,7 +8,7 @@
 // The contract:
 //   - the outcome is fixed exactly once, by one code path (end), before Done is closed;
 //     every event after that gets ErrFinished, so nothing is delivered twice;
-//   - an answer is checked against its round's Form on the answering goroutine, so a slow
+//   - an answer is checked against its round's form on the answering goroutine, so a slow
 //     check never delays the deadline, a cancel or a shutdown; an answer for another round
 //     is refused with ErrStaleRound;
 //   - an invalid answer earns a re-prompt listing the problems while attempts remain (a

@@ -54,7 +54,7 @@ type Elicitation struct {
 	maxAttempts int
 	prompter    Prompter
 	cont        Continuation
-	reprompt    func([]validator.FieldError, Form) string
+	reprompt    func([]validator.FieldError, CompiledForm) string
 	clk         clock.Clock
 	onEnd       func(Outcome)
 	group       *sync.WaitGroup
@@ -78,7 +78,7 @@ type Elicitation struct {
 // asked is a prompt's round and the form it asked, for Answer to check an answer against.
 type asked struct {
 	round int
-	form  Form
+	form  CompiledForm
 }
 
 type eventKind uint8

@@ -481,8 +481,8 @@ func TestContinuationEndsWithAValueOrAnError(t *testing.T) {
 func TestRepromptWordsTheRetry(t *testing.T) {
 	f := newFixture()
 	spec := f.spec()
-	var sawForm elicitation.Form
-	spec.Reprompt = func(errs []validator.FieldError, next elicitation.Form) string {
+	var sawForm elicitation.CompiledForm
+	spec.Reprompt = func(errs []validator.FieldError, next elicitation.CompiledForm) string {
 		sawForm = next
 		return fmt.Sprintf("fix %d: %s", len(errs), errs[0].Field)
 	}

@@ -14,7 +14,7 @@ type Prompt struct {
 	Round       int // 1 for the first prompt, counting every prompt emitted
 	MaxAttempts int
 	Message     string // for a re-prompt, the field errors come first
-	Form        Form
+	Form        CompiledForm
 	Errors      []validator.FieldError // the previous answer's problems, for a re-prompt
 }
 
@@ -71,7 +71,7 @@ type Answer struct {
 	// Set by Answer on the caller's goroutine: the form's verdict on Content.
 	checked bool
 	data    map[string]any
-	retry   Form
+	retry   CompiledForm
 }
 
 // Outcome is how an elicitation ended. It is fixed once, before Done is closed.

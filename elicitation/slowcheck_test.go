@@ -87,7 +87,7 @@ func (f keepForm) Validate(content map[string]any) (map[string]any, []validator.
 	return data, errs
 }
 
-func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, elicitation.Form) {
+func (f keepForm) Keep(content map[string]any) (map[string]any, []validator.FieldError, elicitation.CompiledForm) {
 	data := map[string]any{}
 	for k, v := range f.kept {
 		data[k] = v

@@ -15,12 +15,12 @@ const (
 	DefaultMaxLifetime = 24 * time.Hour   // how far Extend may push the deadline, from start
 )
 
-// Form is what an elicitation needs of a compiled form: the schema sent with each prompt and a
+// CompiledForm is what an elicitation needs of a compiled form: the schema sent with each prompt and a
 // check of each answer. The validator package's compiled forms satisfy it. Implementations
 // must be safe for concurrent use: Validate runs on the goroutine that calls Answer, never on
 // the actor's, so a slow check can delay only its own answer, never the deadline, a cancel
 // or a shutdown.
-type Form interface {
+type CompiledForm interface {
 	// WireSchema returns the JSON object sent to the client as the prompt's requested schema.
 	WireSchema() json.RawMessage
 	// Validate normalises content and checks it. It returns the data to keep when the answer
@@ -29,22 +29,22 @@ type Form interface {
 }
 
 // The validator's compiled forms are the forms elicitd's tools use.
-var _ Form = (*validator.Compiled)(nil)
+var _ CompiledForm = (*validator.Compiled)(nil)
 
-// Keeper is a Form that keeps the valid part of an invalid answer: the re-prompt asks only
+// Keeper is a CompiledForm that keeps the valid part of an invalid answer: the re-prompt asks only
 // for the fields at fault, and the values kept are part of the data once the rest is valid.
 // Like Validate, Keep runs on the goroutine that calls Answer.
 type Keeper interface {
-	Form
+	CompiledForm
 	// Keep checks content as Validate does. When it is invalid, retry is the form for the
 	// re-prompt; nil asks the same form again.
-	Keep(content map[string]any) (data map[string]any, errs []validator.FieldError, retry Form)
+	Keep(content map[string]any) (data map[string]any, errs []validator.FieldError, retry CompiledForm)
 }
 
 // Step is one thing to ask: the message shown to the person and the form they fill in.
 type Step struct {
 	Message string
-	Form    Form
+	Form    CompiledForm
 }
 
 // Next is what a Continuation decides after a valid answer.
@@ -75,8 +75,8 @@ type Spec struct {
 	Title string // a short name shown in listings; never an answer value
 	Tool  string // the tool that started it, for listings and logs
 
-	Message string // the first prompt's message
-	Form    Form   // the first prompt's form
+	Message string       // the first prompt's message
+	Form    CompiledForm // the first prompt's form
 
 	// Prompter receives every prompt the elicitation emits.
 	Prompter Prompter
@@ -86,7 +86,7 @@ type Spec struct {
 	// from the problems found and the form asked next (with a Keeper, only the fields at
 	// fault). Nil: the problems, a blank line, then the step's message. It runs on the
 	// actor's goroutine.
-	Reprompt func(errs []validator.FieldError, next Form) string
+	Reprompt func(errs []validator.FieldError, next CompiledForm) string
 
 	MaxAttempts int           // prompts in total; 0 means DefaultMaxAttempts
 	Timeout     time.Duration // time until the deadline; 0 means DefaultTimeout

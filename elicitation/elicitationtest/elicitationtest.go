@@ -30,7 +30,7 @@ func (f *NameForm) WireSchema() json.RawMessage {
 	return json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`)
 }
 
-// Validate implements elicitation.Form.
+// Validate implements elicitation.CompiledForm.
 func (f *NameForm) Validate(content map[string]any) (map[string]any, []validator.FieldError) {
 	f.Calls.Add(1)
 	name, _ := content["name"].(string)

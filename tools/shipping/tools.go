@@ -234,7 +234,7 @@ func (l *shipLoop) next(answers map[string]any) elicitation.Next {
 	if err != nil {
 		return elicitation.Next{Err: ask.Errorf(ask.CodeFailed, "form", "%s", err.Error())}
 	}
-	return elicitation.Next{FollowUp: ask.Step(msg.String(), form)}
+	return elicitation.Next{FollowUp: ask.FollowUp(msg.String(), form)}
 }
 
 // finish turns the completed body into the tool's result: the dry-run body, or UPS's
