@@ -45,8 +45,9 @@ type Options struct {
 	StateKey []byte       // the pull-era requestState HMAC key; random when empty
 	Logger   *slog.Logger // one line per finished question, never a value typed; discards when nil
 	// Owner names who owns a call's questions: only the owner may resume, list or cancel
-	// them. Nil: one owner per client session, whose questions end (client gone) when the
-	// session does.
+	// them. Nil, or "" for a call: one owner per client session, whose questions end
+	// (client gone) when the session does. Stateless HTTP needs a hook (each request
+	// there has a session of its own): the authenticated caller, say.
 	Owner func(*mcp.CallToolRequest) string
 }
 
@@ -66,7 +67,7 @@ type Elicitor struct {
 	idPrefix string        // unique to this Elicitor: call ids never repeat across restarts
 	callSeq  atomic.Uint64 // numbers the pull-era calls
 
-	owners sync.Map  // *mcp.ServerSession -> owner id, for the default owner hook
+	owners sync.Map  // *mcp.ServerSession -> sessionOwner, for the default owner hook
 	calls  callStore // pull era: the calls a client may come back to, and how recent ones ended
 	busy   inflight  // tool calls being handled and pull-era handlers still running
 
@@ -157,14 +158,20 @@ func (el *Elicitor) middleware(next mcp.MethodHandler) mcp.MethodHandler {
 // Owner returns the owner of req's questions.
 func (el *Elicitor) Owner(req *mcp.CallToolRequest) string {
 	if el.ownerOf != nil {
-		return el.ownerOf(req)
+		if id := el.ownerOf(req); id != "" {
+			return id
+		}
 	}
 	ss := req.Session
 	if v, ok := el.owners.Load(ss); ok {
-		return v.(string)
+		return v.(sessionOwner).id
 	}
-	v, loaded := el.owners.LoadOrStore(ss, rand.Text())
-	id := v.(string)
+	so := sessionOwner{id: rand.Text()}
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		so.user = req.Extra.TokenInfo.UserID
+	}
+	v, loaded := el.owners.LoadOrStore(ss, so)
+	id := v.(sessionOwner).id
 	if !loaded {
 		// Ends when the session does, which Close of the server's transport sees to.
 		go func() {
@@ -174,6 +181,26 @@ func (el *Elicitor) Owner(req *mcp.CallToolRequest) string {
 		}()
 	}
 	return id
+}
+
+// sessionOwner is the owner the default hook gave a client session, and the authenticated
+// user the session's first call came from ("" without authentication).
+type sessionOwner struct{ id, user string }
+
+// EndSession ends, as client_gone, the open questions of the client session whose id is id,
+// if it was opened by user (the authenticated caller; "" without authentication), and
+// returns how many it ended. It is for transports that hear of a session's end before the
+// SDK would act on it: over Streamable HTTP the SDK answers a session's DELETE only once the
+// session's calls have returned, and a call waiting on a person would hold it for as long
+// as the question may wait.
+func (el *Elicitor) EndSession(id, user string) int {
+	n := 0
+	for k, v := range el.owners.Range {
+		if so := v.(sessionOwner); k.(*mcp.ServerSession).ID() == id && so.user == user {
+			n += el.reg.CloseOwner(so.id)
+		}
+	}
+	return n
 }
 
 // answerWindow is how many recent answer times the stats keep.
@@ -304,7 +331,7 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		}
 	}
 	var stop func()
-	spec.Prompter, stop = way.prompter(c)
+	spec.Prompter, stop = way.prompter(ctx, c)
 	defer stop()
 	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {
@@ -325,24 +352,26 @@ var errNotInCall = Errorf(CodeFailed, "not_in_a_call",
 // in an era. A question goes the first way that suits it and the call's client.
 type way struct {
 	suits func(c *call, q Question) bool
-	// prompter returns the question's Prompter, and what to do once it has ended.
-	prompter func(c *call) (elicitation.Prompter, func())
+	// prompter returns the question's Prompter, and what to do once it has ended; ctx is
+	// the handler's.
+	prompter func(ctx context.Context, c *call) (elicitation.Prompter, func())
 }
 
 // ways are tried in order.
 var ways = []way{
 	{ // form, pull era
 		suits: func(c *call, _ Question) bool { return c.pull && formElicitation(c.req) },
-		prompter: func(c *call) (elicitation.Prompter, func()) {
+		prompter: func(_ context.Context, c *call) (elicitation.Prompter, func()) {
 			return c, func() {} // input requests on the call's results
 		}},
 	{ // form, push era
 		suits: func(c *call, _ Question) bool { return !c.pull && formElicitation(c.req) },
-		prompter: func(c *call) (elicitation.Prompter, func()) {
+		prompter: func(ctx context.Context, c *call) (elicitation.Prompter, func()) {
 			// A prompt's elicitation/create lives until the question ends, which it has
 			// when ask returns (wait sees to that); then the SDK tells the client with
-			// notifications/cancelled.
-			prompts, stop := context.WithCancel(context.Background())
+			// notifications/cancelled. It keeps the call's values: over Streamable HTTP
+			// they say which response stream the request goes out on, the call's own.
+			prompts, stop := context.WithCancel(context.WithoutCancel(ctx))
 			return pushPrompter{ss: c.req.Session, ctx: prompts}, stop
 		}},
 }

@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -92,6 +94,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	if cfg.logLevel <= slog.LevelDebug {
 		opts.SDKLogger = logger
 	}
+	if cfg.http.addr != "" {
+		return runHTTP(cfg, opts, logger, stderr)
+	}
 	srv := newServer(opts, version)
 
 	sigs := make(chan os.Signal, 1)
@@ -142,6 +147,24 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	}
 }
 
+// runHTTP serves Streamable HTTP until SIGINT or SIGTERM.
+func runHTTP(cfg config, opts options, logger *slog.Logger, stderr io.Writer) int {
+	ln, err := net.Listen("tcp", cfg.http.addr)
+	if err != nil {
+		fmt.Fprintf(stderr, "elicitd: %v\n", err)
+		return 1
+	}
+	opts.Owner = callerOwner
+	srv := newServer(opts, version)
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
+	defer stop()
+	if err := serveHTTP(ctx, srv, ln, cfg.http, logger); err != nil {
+		logger.Error("HTTP server failed", "error", err.Error())
+		return 1
+	}
+	return 0
+}
+
 type config struct {
 	timeout        time.Duration
 	maxAttempts    int
@@ -156,6 +179,7 @@ type config struct {
 	version        bool
 	conformance    bool
 	ups            ups.Config
+	http           httpConfig
 }
 
 func (c config) options() options {
@@ -219,6 +243,20 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			c.pullIdle = d
 			return nil
 		}},
+		{"http", "ELICITD_HTTP", "serve Streamable HTTP on this host:port instead of stdio (a non-loopback address needs ELICITD_HTTP_TOKEN)", "", func(s string) error {
+			c.http.addr = s
+			return nil
+		}},
+		{"http-origins", "ELICITD_HTTP_ORIGINS", "with --http: browser origins allowed to call, comma-separated, besides the server's own (https://app.example.com, say)", "", func(s string) error {
+			for _, o := range splitList(s) {
+				u, err := url.Parse(o)
+				if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Path != "" {
+					return fmt.Errorf("must be origins like https://app.example.com, comma-separated, got %q", o)
+				}
+				c.http.origins = append(c.http.origins, o)
+			}
+			return nil
+		}},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
 				return fmt.Errorf("must be debug, info, warn or error, got %q", s)
@@ -266,7 +304,28 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if c.stateKey != "" && len(c.stateKey) < 32 {
 		return c, fmt.Errorf("ELICITD_STATE_KEY must be at least 32 characters, got %d", len(c.stateKey))
 	}
+	// Tokens come only from the environment: a flag's value is visible to every local user.
+	for _, t := range splitList(getenv("ELICITD_HTTP_TOKEN")) {
+		if len(t) < 16 {
+			return c, fmt.Errorf("ELICITD_HTTP_TOKEN: each token must be at least 16 characters, got one of %d", len(t))
+		}
+		c.http.tokens = append(c.http.tokens, t)
+	}
+	if err := c.http.check(); err != nil {
+		return c, err
+	}
 	var err error
 	c.ups, err = ups.ConfigFromEnv(getenv)
 	return c, err
+}
+
+// splitList splits a comma-separated setting, dropping blanks.
+func splitList(s string) []string {
+	var out []string
+	for _, v := range strings.Split(s, ",") {
+		if v = strings.TrimSpace(v); v != "" {
+			out = append(out, v)
+		}
+	}
+	return out
 }

@@ -33,6 +33,9 @@ type options struct {
 	SDKLogger      *slog.Logger  // the MCP SDK's log; Logger when nil
 	UPS            ups.Config    // the shipping tools' UPS settings; without credentials only dry_run works
 	Conformance    bool          // add the MCP conformance suite's fixtures
+	// Owner names the owner of a call's questions (see ask.Options.Owner); nil: the client
+	// session.
+	Owner func(*mcp.CallToolRequest) string
 }
 
 // server is elicitd: an MCP server with elicitd's tools, all asking through one Elicitor.
@@ -52,7 +55,7 @@ func newServer(o options, version string) *server {
 	})}
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts,
 		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle,
-		StateKey: o.StateKey, Logger: o.Logger})
+		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner})
 	s.el.Add(s.mcp, tools.AskUser(tools.AskUserOptions{MaxAnswerBytes: o.MaxAnswerBytes}))
 	s.el.AddManagement(s.mcp)
 	s.el.Add(s.mcp, shipping.Tools(o.UPS)...)

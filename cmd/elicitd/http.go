@@ -1,0 +1,183 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/elicitation"
+)
+
+// httpConfig is the Streamable HTTP listener's settings.
+type httpConfig struct {
+	addr    string   // host:port to listen on; "" serves stdio
+	tokens  []string // bearer tokens, each a caller of its own; none: no token asked
+	origins []string // browser origins allowed besides the server's own
+}
+
+// pullEraVersion is the first protocol version served statelessly: its clients send
+// everything a request needs with the request.
+const pullEraVersion = "2026-07-28"
+
+// errNeedsToken is the refusal to listen beyond loopback without a bearer token.
+var errNeedsToken = errors.New("--http on a non-loopback address needs a bearer token (ELICITD_HTTP_TOKEN): " +
+	"anyone who can reach the port could otherwise call the tools and read what people answered")
+
+// check refuses an address that is not host:port, and a non-loopback one without a token.
+func (hc httpConfig) check() error {
+	if hc.addr == "" {
+		return nil
+	}
+	host, _, err := net.SplitHostPort(hc.addr)
+	if err != nil {
+		return fmt.Errorf("--http must be host:port (127.0.0.1:8080, say), got %q", hc.addr)
+	}
+	if !loopbackHost(host) && len(hc.tokens) == 0 {
+		return errNeedsToken
+	}
+	return nil
+}
+
+// loopbackHost reports whether host (a name or an address, without port) is this machine
+// only. An empty host listens on every interface, which is not.
+func loopbackHost(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// httpHandler serves s over Streamable HTTP: clients of 2025-11-25 and earlier get a session
+// (push elicitation over its stream), 2026-07-28 clients are served statelessly (pull
+// elicitation; any request may come on any connection). In front: the Host and Origin
+// checks against DNS rebinding, then the bearer token when one is set.
+func (s *server) httpHandler(hc httpConfig, log *slog.Logger) http.Handler {
+	get := func(*http.Request) *mcp.Server { return s.mcp }
+	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log})
+	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, Stateless: true})
+	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
+			// The client ends its session: its questions end now, so the calls waiting on
+			// them return and the SDK, which closes a session once its calls have
+			// returned, can answer the DELETE.
+			user := ""
+			if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+				user = ti.UserID
+			}
+			s.el.EndSession(id, user)
+		}
+		if r.Header.Get("Mcp-Protocol-Version") >= pullEraVersion {
+			stateless.ServeHTTP(w, r)
+			return
+		}
+		stateful.ServeHTTP(w, r)
+	})
+	if len(hc.tokens) > 0 {
+		h = auth.RequireBearerToken(tokenVerifier(hc.tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	}
+	return originCheck(hc.origins, h)
+}
+
+// tokenVerifier accepts the configured tokens; the caller is named by the token's place in
+// the list, never by the token itself.
+func tokenVerifier(tokens []string) auth.TokenVerifier {
+	return func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
+		found := -1
+		for i, t := range tokens {
+			// Every token is compared, so the time taken says nothing of which matched.
+			if subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
+				found = i
+			}
+		}
+		if found < 0 {
+			return nil, fmt.Errorf("%w: the bearer token is not one elicitd was given", auth.ErrInvalidToken)
+		}
+		return &auth.TokenInfo{UserID: "token-" + strconv.Itoa(found+1)}, nil
+	}
+}
+
+// originCheck refuses, with 403, a request whose Host is not loopback while it arrived on a
+// loopback address (a DNS-rebound name: the go-sdk handler checks this too), or whose Origin
+// (sent by browsers) is neither the server's own origin nor one allowed.
+func originCheck(allowed []string, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
+			if host, _, err := net.SplitHostPort(la.String()); err == nil && loopbackHost(host) && !loopbackHost(hostOnly(r.Host)) {
+				http.Error(w, fmt.Sprintf("Forbidden: Host %q is not this machine (DNS rebinding?)", r.Host), http.StatusForbidden)
+				return
+			}
+		}
+		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(allowed, o) {
+			u, err := url.Parse(o)
+			if err != nil || !strings.EqualFold(u.Host, r.Host) {
+				http.Error(w, fmt.Sprintf("Forbidden: Origin %q is not allowed (ELICITD_HTTP_ORIGINS lists the allowed ones)", o), http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// hostOnly is a Host header without its port.
+func hostOnly(hostport string) string {
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		return h
+	}
+	return hostport
+}
+
+// callerOwner owns questions over HTTP: a client with a session (2025-11-25 and earlier)
+// owns its questions by that session (""), as on stdio; a stateless 2026-07-28 request by
+// its caller, the bearer token it brought, or on loopback without tokens the local user.
+func callerOwner(req *mcp.CallToolRequest) string {
+	if req.Session != nil && req.Session.ID() != "" {
+		return ""
+	}
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		return "caller:" + req.Extra.TokenInfo.UserID
+	}
+	return "caller:local"
+}
+
+// serveHTTP runs s on ln until ctx ends (a signal), then ends every open question with
+// reason shutdown, so the waiting calls get their results, and stops the listener.
+func serveHTTP(ctx context.Context, s *server, ln net.Listener, hc httpConfig, log *slog.Logger) error {
+	hs := &http.Server{Handler: s.httpHandler(hc, log), ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+	served := make(chan error, 1)
+	go func() { served <- hs.Serve(ln) }()
+	log.Info("serving MCP over Streamable HTTP", "address", ln.Addr().String())
+	select {
+	case err := <-served:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	closeCtx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
+	defer cancel()
+	if err := s.close(closeCtx, elicitation.Shutdown); err != nil {
+		log.Warn("shutdown did not finish in time", "error", err)
+	}
+	// The answered calls have written their responses; a moment for idle connections to
+	// close, then open streams (a client's GET) are cut.
+	grace, stop := context.WithTimeout(closeCtx, 200*time.Millisecond)
+	defer stop()
+	if err := hs.Shutdown(grace); err != nil {
+		_ = hs.Close()
+	}
+	<-served
+	return nil
+}

@@ -1,0 +1,337 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// httpServer is an elicitd process serving Streamable HTTP on a loopback port.
+type httpServer struct {
+	url    string // the MCP endpoint
+	cmd    *exec.Cmd
+	stderr *syncBuffer
+	exited chan error
+}
+
+var listening = regexp.MustCompile(`address=(\S+)`)
+
+// startHTTP starts elicitd --http on a free loopback port with env added, and waits until it
+// says where it listens. It is stopped with SIGTERM when the test ends.
+func startHTTP(t *testing.T, env ...string) *httpServer {
+	t.Helper()
+	s := &httpServer{stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	s.cmd = exec.Command(bin, "--http", "127.0.0.1:0", "--pull-idle", "1m")
+	s.cmd.Env = append(os.Environ(), env...)
+	pr, pw := io.Pipe()
+	s.cmd.Stderr = io.MultiWriter(s.stderr, pw)
+	require.NoError(t, s.cmd.Start())
+	go func() {
+		s.exited <- s.cmd.Wait()
+		_ = pw.Close()
+	}()
+	addr := make(chan string, 1)
+	go func() {
+		sc := bufio.NewScanner(pr)
+		for sc.Scan() {
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil && strings.Contains(sc.Text(), "Streamable HTTP") {
+				addr <- m[1]
+				break
+			}
+		}
+		_, _ = io.Copy(io.Discard, pr)
+	}()
+	select {
+	case a := <-addr:
+		s.url = "http://" + a + "/mcp"
+	case err := <-s.exited:
+		t.Fatalf("elicitd exited before listening: %v\n%s", err, s.stderr.String())
+	case <-time.After(failsafe):
+		t.Fatalf("elicitd did not say where it listens:\n%s", s.stderr.String())
+	}
+	t.Cleanup(func() {
+		s.stop(t)
+		if out := s.stderr.String(); strings.Contains(out, raceReport) {
+			t.Errorf("the server raced:\n%s", out)
+		}
+	})
+	return s
+}
+
+// stop sends SIGTERM and waits for the exit; it reports the exit error.
+func (s *httpServer) stop(t *testing.T) error {
+	if s.cmd.ProcessState != nil {
+		return nil
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGTERM)
+	select {
+	case err := <-s.exited:
+		return err
+	case <-time.After(failsafe):
+		_ = s.cmd.Process.Kill()
+		t.Errorf("elicitd did not exit on SIGTERM")
+		return errors.New("killed")
+	}
+}
+
+// bearer adds a bearer token to every request.
+type bearer struct{ token string }
+
+func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	r = r.Clone(r.Context())
+	r.Header.Set("Authorization", "Bearer "+b.token)
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// connectHTTP connects a go-sdk client speaking version ("": 2026-07-28) to s, with token
+// when not "".
+func connectHTTP(t *testing.T, s *httpServer, version, token string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, error) {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: elicit})
+	hc := &http.Client{}
+	if token != "" {
+		hc.Transport = bearer{token}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: hc, DisableStandaloneSSE: true},
+		&mcp.ClientSessionOptions{ProtocolVersion: version})
+	if err == nil {
+		t.Cleanup(func() { _ = cs.Close() })
+	}
+	return cs, err
+}
+
+func callTool(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, bool) {
+	t.Helper()
+	res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: tool, Arguments: args})
+	require.NoError(t, err)
+	return structured(t, res), res.IsError
+}
+
+func TestHTTPAskUserInBothEras(t *testing.T) {
+	s := startHTTP(t)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			answers := []map[string]any{{"weight": -1.0}, {"weight": 2.5}}
+			n := 0
+			cs, err := connectHTTP(t, s, era.version, "", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				n++
+				return &mcp.ElicitResult{Action: "accept", Content: answers[min(n, len(answers))-1]}, nil
+			})
+			require.NoError(t, err)
+			out, isErr := callTool(t, cs, "ask_user", map[string]any{"message": "How heavy?", "form": weightForm})
+			require.False(t, isErr, "%v", out)
+			assert.Equal(t, "completed", out["status"])
+			assert.Equal(t, map[string]any{"weight": 2.5}, out["data"], "the wrong weight earned a re-prompt")
+			assert.Equal(t, 2, n)
+		})
+	}
+}
+
+func TestHTTPTokenIsRequiredWhenSet(t *testing.T) {
+	const token, other = "0123456789abcdef-one", "0123456789abcdef-two"
+	s := startHTTP(t, "ELICITD_HTTP_TOKEN="+token+","+other)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			_, err := connectHTTP(t, s, era.version, "", accept(map[string]any{"name": "A"}))
+			require.Error(t, err, "no token: refused")
+			_, err = connectHTTP(t, s, era.version, "wrong-token-wrong-token", accept(map[string]any{"name": "A"}))
+			require.Error(t, err, "a wrong token: refused")
+			for _, tok := range []string{token, other} {
+				cs, err := connectHTTP(t, s, era.version, tok, accept(map[string]any{"name": "A"}))
+				require.NoError(t, err)
+				out, isErr := callTool(t, cs, "ask_user", map[string]any{"message": "m", "form": nameForm})
+				require.False(t, isErr, "%v", out)
+			}
+		})
+	}
+	res, err := http.Post(s.url, "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	assert.Equal(t, http.StatusUnauthorized, res.StatusCode)
+	assert.NotContains(t, s.stderr.String(), token, "a token is never logged")
+}
+
+func TestHTTPBeyondLoopbackNeedsAToken(t *testing.T) {
+	out, err := exec.Command(bin, "--http", "0.0.0.0:0").CombinedOutput()
+	var ee *exec.ExitError
+	require.ErrorAs(t, err, &ee)
+	assert.Equal(t, 2, ee.ExitCode())
+	assert.Contains(t, string(out), "ELICITD_HTTP_TOKEN")
+}
+
+// Two clients over HTTP never see nor touch each other's questions: push-era clients are
+// told apart by their sessions, pull-era (stateless) ones by their tokens.
+func TestHTTPClientsAreIsolated(t *testing.T) {
+	const tokA, tokB = "token-of-client-a-0001", "token-of-client-b-0002"
+	s := startHTTP(t, "ELICITD_HTTP_TOKEN="+tokA+","+tokB)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			asked := make(chan struct{}, 1)
+			release := make(chan struct{})
+			a, err := connectHTTP(t, s, era.version, tokA, func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				asked <- struct{}{}
+				select {
+				case <-release:
+				case <-ctx.Done():
+				}
+				return &mcp.ElicitResult{Action: "decline"}, nil
+			})
+			require.NoError(t, err)
+			b, err := connectHTTP(t, s, era.version, tokB, accept(map[string]any{"name": "B"}))
+			require.NoError(t, err)
+			done := make(chan error, 1)
+			go func() {
+				res, err := a.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "m", "form": nameForm}})
+				if err == nil {
+					err = fmt.Errorf("the call returned before its question was asked: %+v", res)
+				}
+				done <- err
+			}()
+			select {
+			case <-asked:
+			case err := <-done:
+				t.Fatal(err)
+			}
+			mine, _ := callTool(t, a, "list_elicitations", map[string]any{})
+			require.Len(t, mine["elicitations"], 1, "%v", mine)
+			id := mine["elicitations"].([]any)[0].(map[string]any)["id"].(string)
+
+			theirs, _ := callTool(t, b, "list_elicitations", map[string]any{})
+			assert.Empty(t, theirs["elicitations"], "another client sees nothing")
+			out, isErr := callTool(t, b, "cancel_elicitation", map[string]any{"id": id})
+			require.True(t, isErr)
+			assert.Equal(t, "NOT_FOUND", out["code"], "nor can it cancel it")
+			out, isErr = callTool(t, b, "extend_elicitation", map[string]any{"id": id, "seconds": 60})
+			require.True(t, isErr)
+			assert.Equal(t, "NOT_FOUND", out["code"], "nor extend it")
+			if id := a.ID(); id != "" { // push: nor end A's session with its id
+				del, err := http.NewRequest(http.MethodDelete, s.url, nil)
+				require.NoError(t, err)
+				del.Header.Set("Mcp-Session-Id", id)
+				res, err := bearer{tokB}.RoundTrip(del)
+				require.NoError(t, err)
+				_ = res.Body.Close()
+				assert.GreaterOrEqual(t, res.StatusCode, 400, "B may not end A's session")
+				mine, _ = callTool(t, a, "list_elicitations", map[string]any{})
+				assert.Len(t, mine["elicitations"], 1, "A's question is still open")
+			}
+
+			close(release)
+			<-done
+		})
+	}
+}
+
+// The Host and Origin checks refuse a DNS-rebound page and let the server's own origin in.
+func TestHTTPRefusesRebindingHostsAndForeignOrigins(t *testing.T) {
+	s := startHTTP(t, "ELICITD_HTTP_ORIGINS=https://app.example.com")
+	post := func(host, origin string) int {
+		req, err := http.NewRequest(http.MethodPost, s.url, strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"x","version":"1"}}}`))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if host != "" {
+			req.Host = host
+		}
+		if origin != "" {
+			req.Header.Set("Origin", origin)
+		}
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		_, _ = io.Copy(io.Discard, res.Body)
+		_ = res.Body.Close()
+		return res.StatusCode
+	}
+	own := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/mcp")
+	assert.Equal(t, http.StatusForbidden, post("evil.example.com", "http://evil.example.com"), "a rebound name")
+	assert.Equal(t, http.StatusForbidden, post("evil.example.com", ""), "a rebound name, no Origin")
+	assert.Equal(t, http.StatusForbidden, post("", "http://evil.example.com"), "a foreign page")
+	assert.Equal(t, http.StatusOK, post("", "http://"+own), "the server's own origin")
+	assert.Equal(t, http.StatusOK, post("", "https://app.example.com"), "an allowed origin")
+	assert.Equal(t, http.StatusOK, post("", ""), "no Origin: not a browser")
+	assert.Equal(t, http.StatusOK, post("localhost:1", ""), "a loopback name")
+}
+
+// SIGTERM answers the calls waiting on a person, over HTTP as on stdio, and exits 0.
+func TestHTTPShutdownAnswersOpenCalls(t *testing.T) {
+	s := startHTTP(t)
+	for _, era := range eras[1:] { // push: the call is open while the person is asked
+		asked := make(chan struct{}, 1)
+		gone := make(chan struct{}) // the person never answers; released before the client closes
+		defer close(gone)
+		cs, err := connectHTTP(t, s, era.version, "", func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked <- struct{}{}
+			select {
+			case <-ctx.Done():
+			case <-gone:
+			}
+			return nil, errors.New("no answer")
+		})
+		require.NoError(t, err)
+		result := make(chan map[string]any, 1)
+		go func() {
+			res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "m", "form": nameForm}})
+			if err != nil {
+				result <- map[string]any{"error": err.Error()}
+				return
+			}
+			result <- structured(t, res)
+		}()
+		<-asked
+		require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+		out := <-result
+		assert.Equal(t, "cancelled", out["status"], "%v", out)
+		assert.Equal(t, "shutdown", out["reason"])
+		require.NoError(t, <-s.exited, "exit status 0")
+	}
+}
+
+// A push-era client that closes its session (DELETE) while a question is open ends it as
+// client_gone.
+func TestHTTPClosedSessionEndsItsQuestions(t *testing.T) {
+	s := startHTTP(t)
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{})
+	cs, err := connectHTTP(t, s, "2025-11-25", "", func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked <- struct{}{}
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+		return nil, errors.New("no answer")
+	})
+	require.NoError(t, err)
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "m", "form": nameForm}})
+	}()
+	<-asked
+	// The session's DELETE, as a host sends it. (The go-sdk client sends it only once its
+	// own handlers have returned, so this person's unanswered form would hold it back.)
+	del, err := http.NewRequest(http.MethodDelete, s.url, nil)
+	require.NoError(t, err)
+	del.Header.Set("Mcp-Session-Id", cs.ID())
+	res, err := http.DefaultClient.Do(del)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	require.Less(t, res.StatusCode, 300)
+	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), "reason=client_gone") },
+		failsafe, 10*time.Millisecond, "the question ends when its session does:\n%s", s.stderr.String())
+	close(release)
+}
