@@ -16,7 +16,7 @@ import (
 )
 
 // peakRSS returns the peak resident memory of process pid, from /proc (VmHWM).
-func peakRSS(t *testing.T, pid int) int64 {
+func peakRSS(t testing.TB, pid int) int64 {
 	t.Helper()
 	status, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	require.NoError(t, err)

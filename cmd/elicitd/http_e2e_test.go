@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"regexp"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -18,6 +19,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sync/errgroup"
 )
 
 // httpServer is an elicitd process serving Streamable HTTP on a loopback port.
@@ -32,10 +34,10 @@ var listening = regexp.MustCompile(`address=(\S+)`)
 
 // startHTTP starts elicitd --http on a free loopback port with env added, and waits until it
 // says where it listens. It is stopped with SIGTERM when the test ends.
-func startHTTP(t *testing.T, env ...string) *httpServer {
+func startHTTP(t testing.TB, env ...string) *httpServer {
 	t.Helper()
 	s := &httpServer{stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "--http", "127.0.0.1:0", "--pull-idle", "1m")
+	s.cmd = exec.Command(bin, "--http", "127.0.0.1:0", "--pull-idle", "1m", "--rate", "0")
 	s.cmd.Env = append(os.Environ(), env...)
 	pr, pw := io.Pipe()
 	s.cmd.Stderr = io.MultiWriter(s.stderr, pw)
@@ -73,7 +75,7 @@ func startHTTP(t *testing.T, env ...string) *httpServer {
 }
 
 // stop sends SIGTERM and waits for the exit; it reports the exit error.
-func (s *httpServer) stop(t *testing.T) error {
+func (s *httpServer) stop(t testing.TB) error {
 	if s.cmd.ProcessState != nil {
 		return nil
 	}
@@ -99,7 +101,7 @@ func (b bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // connectHTTP connects a go-sdk client speaking version ("": 2026-07-28) to s, with token
 // when not "".
-func connectHTTP(t *testing.T, s *httpServer, version, token string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, error) {
+func connectHTTP(t testing.TB, s *httpServer, version, token string, elicit func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)) (*mcp.ClientSession, error) {
 	t.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{ElicitationHandler: elicit})
 	hc := &http.Client{}
@@ -334,4 +336,62 @@ func TestHTTPClosedSessionEndsItsQuestions(t *testing.T) {
 	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), "reason=client_gone") },
 		failsafe, 10*time.Millisecond, "the question ends when its session does:\n%s", s.stderr.String())
 	close(release)
+}
+
+// BenchmarkThousandHTTPSessions opens 1,000 Streamable HTTP sessions (2025-11-25, push) to
+// one elicitd at once, each calling ask_user with one question whose answer is the
+// session's own. No one answers until all 1,000 questions are open at once; then every
+// call must get its own answer back. It reports the wall
+// time of a whole run and elicitd's peak resident memory. Run it with -benchtime 1x.
+func BenchmarkThousandHTTPSessions(b *testing.B) {
+	const sessions = 1000
+	s := startHTTP(b, "ELICITD_MAX_LIVE=2000")
+	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions}}
+	var wall time.Duration
+	for range b.N {
+		began := time.Now()
+		var g errgroup.Group
+		var open sync.WaitGroup // the questions asked and not yet answered
+		open.Add(sessions)
+		allOpen := make(chan struct{})
+		go func() { open.Wait(); close(allOpen) }()
+		for i := range sessions {
+			g.Go(func() error {
+				name := fmt.Sprintf("person-%04d", i)
+				client := mcp.NewClient(&mcp.Implementation{Name: "load", Version: "1"}, &mcp.ClientOptions{
+					ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+						open.Done()
+						select {
+						case <-allOpen:
+						case <-ctx.Done():
+							return nil, ctx.Err()
+						}
+						return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": name}}, nil
+					}})
+				ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+				defer cancel()
+				cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, HTTPClient: hc, DisableStandaloneSSE: true},
+					&mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+				if err != nil {
+					return fmt.Errorf("session %d: %w", i, err)
+				}
+				defer cs.Close()
+				res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "Who?", "form": nameForm}})
+				if err != nil {
+					return fmt.Errorf("session %d: %w", i, err)
+				}
+				got, _ := res.StructuredContent.(map[string]any)
+				if data, _ := got["data"].(map[string]any); data["name"] != name {
+					return fmt.Errorf("session %d got %v, want its own answer %q", i, got, name)
+				}
+				return nil
+			})
+		}
+		if err := g.Wait(); err != nil {
+			b.Fatal(err)
+		}
+		wall += time.Since(began)
+	}
+	b.ReportMetric(wall.Seconds()/float64(b.N), "s/1000-sessions")
+	b.ReportMetric(float64(peakRSS(b, s.cmd.Process.Pid))/(1<<20), "peak-RSS-MiB")
 }
