@@ -395,3 +395,28 @@ func BenchmarkThousandHTTPSessions(b *testing.B) {
 	b.ReportMetric(wall.Seconds()/float64(b.N), "s/1000-sessions")
 	b.ReportMetric(float64(peakRSS(b, s.cmd.Process.Pid))/(1<<20), "peak-RSS-MiB")
 }
+
+// create_shipment over HTTP, in both eras: the missing fields are asked, the request is
+// completed and sent to UPS (a fake that speaks its documented contract).
+func TestHTTPCreateShipmentAgainstAFakeUPS(t *testing.T) {
+	srv, seen := fakeUPS(t)
+	s := startHTTP(t, "UPS_BASE_URL="+srv.URL, "UPS_CLIENT_ID=id", "UPS_CLIENT_SECRET=secret", "ELICITD_UPS_ALLOW_LOCAL=1")
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			rec := &recorded{}
+			cs, err := connectHTTP(t, s, era.version, "", rec.handler(t,
+				map[string]any{"shipper_city": "Atlanta", "ship_to_name": "Bob", "package_1_weight": "5"}))
+			require.NoError(t, err)
+			out, isErr := callTool(t, cs, "create_shipment", map[string]any{"request_body": jsonBody(t, partialDomestic)})
+			require.False(t, isErr, "%v", out)
+			assert.Equal(t, map[string]any{"result": "/api/shipments/v2409/ship"}, out)
+			require.Len(t, rec.keys, 1, "one form")
+			assert.ElementsMatch(t, []string{"shipper_city", "ship_to_name", "package_1_weight"}, rec.keys[0])
+			sent, ok := seen.Load("/api/shipments/v2409/ship")
+			require.True(t, ok)
+			assert.Contains(t, sent, `"City":"Atlanta"`)
+			seen.Delete("/api/shipments/v2409/ship")
+		})
+	}
+	assert.NotContains(t, s.stderr.String(), "Atlanta", "answers are never logged")
+}

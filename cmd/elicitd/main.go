@@ -1,5 +1,5 @@
-// Command elicitd is an MCP server, on stdio, whose tools ask the person using the client for
-// what they are missing, through MCP elicitation.
+// Command elicitd is an MCP server, on stdio or (with --http) Streamable HTTP, whose tools
+// ask the person using the client for what they are missing, through MCP elicitation.
 //
 // Every setting is a flag and may also come from an ELICITD_... environment variable; the
 // flag wins. A bad value exits with status 2 and one line on stderr. Logs go to stderr
@@ -275,7 +275,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			fs.SetOutput(stderr)
-			fmt.Fprintln(stderr, "Usage of elicitd (an MCP server on stdio; see README.md):")
+			fmt.Fprintln(stderr, "Usage of elicitd (an MCP server on stdio, or Streamable HTTP with --http; see README.md):")
 			fs.PrintDefaults()
 			return c, err
 		}
