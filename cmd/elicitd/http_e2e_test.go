@@ -118,6 +118,19 @@ func connectHTTP(t testing.TB, s *httpServer, version, token string, elicit func
 	return cs, err
 }
 
+// neverAnswers is a person who is shown the form (asked) and never fills it in: the handler
+// returns only when its request is cancelled or release is closed.
+func neverAnswers(asked chan<- struct{}, release <-chan struct{}) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked <- struct{}{}
+		select {
+		case <-ctx.Done():
+		case <-release:
+		}
+		return nil, errors.New("no answer")
+	}
+}
+
 func callTool(t *testing.T, cs *mcp.ClientSession, tool string, args map[string]any) (map[string]any, bool) {
 	t.Helper()
 	res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: tool, Arguments: args})
@@ -278,14 +291,7 @@ func TestHTTPShutdownAnswersOpenCalls(t *testing.T) {
 		asked := make(chan struct{}, 1)
 		gone := make(chan struct{}) // the person never answers; released before the client closes
 		defer close(gone)
-		cs, err := connectHTTP(t, s, era.version, "", func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked <- struct{}{}
-			select {
-			case <-ctx.Done():
-			case <-gone:
-			}
-			return nil, errors.New("no answer")
-		})
+		cs, err := connectHTTP(t, s, era.version, "", neverAnswers(asked, gone))
 		require.NoError(t, err)
 		result := make(chan map[string]any, 1)
 		go func() {
@@ -311,14 +317,7 @@ func TestHTTPClosedSessionEndsItsQuestions(t *testing.T) {
 	s := startHTTP(t)
 	asked := make(chan struct{}, 1)
 	release := make(chan struct{})
-	cs, err := connectHTTP(t, s, "2025-11-25", "", func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-		asked <- struct{}{}
-		select {
-		case <-ctx.Done():
-		case <-release:
-		}
-		return nil, errors.New("no answer")
-	})
+	cs, err := connectHTTP(t, s, "2025-11-25", "", neverAnswers(asked, release))
 	require.NoError(t, err)
 	go func() {
 		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "m", "form": nameForm}})
