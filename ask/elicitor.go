@@ -26,9 +26,10 @@ import (
 	"github.com/elicitd/elicitd/validator"
 )
 
-// pullEra is the first protocol version whose clients answer elicitations through multi
+// PullEra is the first protocol version whose clients answer elicitations through multi
 // round-trip tool calls; earlier sessions get server-initiated elicitation/create requests.
-const pullEra = "2026-07-28"
+// Over Streamable HTTP its clients are served statelessly.
+const PullEra = "2026-07-28"
 
 // Options configure an Elicitor. Zero values take the defaults noted.
 type Options struct {
@@ -481,7 +482,7 @@ func (el *Elicitor) Handler(h mcp.ToolHandler) mcp.ToolHandler {
 // run handles one tools/call: push era, the handler inline; pull era, a retry resumes its
 // call and a first call starts the handler on its own goroutine.
 func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func(context.Context) result) result {
-	if req.ProtocolVersion() < pullEra {
+	if req.ProtocolVersion() < PullEra {
 		c := &call{el: el, req: req, owner: el.Owner(req)}
 		return start(context.WithValue(ctx, callKey{}, c))
 	}

@@ -40,6 +40,16 @@ func (f *fixture) start(t *testing.T, spec elicitation.Spec) *elicitation.Elicit
 	return e
 }
 
+// askedForAMinute starts an elicitation with a one-minute timeout and takes its first prompt.
+func (f *fixture) askedForAMinute(t *testing.T) *elicitation.Elicitation {
+	t.Helper()
+	spec := f.spec()
+	spec.Timeout = time.Minute
+	e := f.start(t, spec)
+	f.prompts.Next(t)
+	return e
+}
+
 func TestStateAndReasonNames(t *testing.T) {
 	assert.Equal(t, "pending", elicitation.Pending.String())
 	assert.Equal(t, "active", elicitation.Active.String())
@@ -257,10 +267,7 @@ func TestStaleAndInvalidEventsChangeNothing(t *testing.T) {
 
 func TestDeadlineTimesOut(t *testing.T) {
 	f := newFixture()
-	spec := f.spec()
-	spec.Timeout = time.Minute
-	e := f.start(t, spec)
-	f.prompts.Next(t)
+	e := f.askedForAMinute(t)
 	start := f.clk.Now()
 
 	f.clk.Add(time.Minute - time.Nanosecond)
@@ -302,10 +309,7 @@ func TestAnswerAtTheDeadlineLoses(t *testing.T) {
 // does not count.
 func TestAnswerAtTheDeadlineLosesToAFiredTimer(t *testing.T) {
 	f := newFixture()
-	spec := f.spec()
-	spec.Timeout = time.Minute
-	e := f.start(t, spec)
-	f.prompts.Next(t)
+	e := f.askedForAMinute(t)
 	f.clk.Add(time.Minute) // the timer fires now; the actor may or may not have taken it yet
 	assert.ErrorIs(t, e.Answer(elicitationtest.Accept(1, "Ada")), elicitation.ErrFinished)
 	o := elicitationtest.WaitDone(t, e)
@@ -315,10 +319,7 @@ func TestAnswerAtTheDeadlineLosesToAFiredTimer(t *testing.T) {
 
 func TestAnswerJustBeforeTheDeadlineWins(t *testing.T) {
 	f := newFixture()
-	spec := f.spec()
-	spec.Timeout = time.Minute
-	e := f.start(t, spec)
-	f.prompts.Next(t)
+	e := f.askedForAMinute(t)
 	f.clk.Add(time.Minute - time.Nanosecond)
 	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
 	f.clk.Add(time.Hour)
@@ -337,10 +338,7 @@ func TestAnyEventAfterTheDeadlineTimesOut(t *testing.T) {
 	for name, ev := range events {
 		t.Run(name, func(t *testing.T) {
 			f := newFixture()
-			spec := f.spec()
-			spec.Timeout = time.Minute
-			e := f.start(t, spec)
-			f.prompts.Next(t)
+			e := f.askedForAMinute(t)
 			f.clk.Add(2 * time.Minute)
 			assert.ErrorIs(t, ev(e), elicitation.ErrFinished)
 			assert.Equal(t, elicitation.TimedOut, elicitationtest.WaitDone(t, e).State)
@@ -382,10 +380,7 @@ func TestExtendMovesTheDeadlineWithinTheLifetime(t *testing.T) {
 // Each extension re-arms the one timer: the old deadline passing must not end it.
 func TestExtendRearmsTheTimer(t *testing.T) {
 	f := newFixture()
-	spec := f.spec()
-	spec.Timeout = time.Minute
-	e := f.start(t, spec)
-	f.prompts.Next(t)
+	e := f.askedForAMinute(t)
 	for range 50 {
 		_, err := e.Extend(time.Minute)
 		require.NoError(t, err)

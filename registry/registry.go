@@ -355,17 +355,11 @@ func (r *Registry) Close(ctx context.Context, reason elicitation.Reason) error {
 	r.mu.Unlock()
 
 	// No helper goroutine: ctx bounds each cancel, even one an actor is slow to take (a
-	// prompter that blocks, say), and each wait.
+	// prompter that blocks, say). A cancel returns once the outcome is fixed (ErrFinished:
+	// it already was).
 	for _, e := range live {
 		if err := e.CancelContext(ctx, reason); err != nil && !errors.Is(err, elicitation.ErrFinished) {
 			return err
-		}
-	}
-	for _, e := range live {
-		select {
-		case <-e.Done():
-		case <-ctx.Done():
-			return ctx.Err()
 		}
 	}
 	// Every actor has fixed its outcome; each returns right after, so this wait is short.

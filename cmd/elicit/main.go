@@ -28,6 +28,8 @@ import (
 
 	"github.com/charmbracelet/x/term"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/ask"
 )
 
 // version is elicit's version, reported to servers in initialize.
@@ -306,7 +308,7 @@ func (c *client) run(ctx context.Context) int {
 	if info := cs.InitializeResult().ServerInfo; info != nil && info.Name != "" {
 		c.server = strings.TrimSpace(info.Name + " " + info.Version)
 	}
-	c.pull = cs.InitializeResult().ProtocolVersion >= "2026-07-28"
+	c.pull = cs.InitializeResult().ProtocolVersion >= ask.PullEra
 	switch c.inv.command {
 	case "tools":
 		return c.listTools(ctx, cs)

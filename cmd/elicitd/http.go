@@ -17,6 +17,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
 )
 
@@ -26,10 +27,6 @@ type httpConfig struct {
 	tokens  []string // bearer tokens, each a caller of its own; none: no token asked
 	origins []string // browser origins allowed besides the server's own
 }
-
-// pullEraVersion is the first protocol version served statelessly: its clients send
-// everything a request needs with the request.
-const pullEraVersion = "2026-07-28"
 
 // errNeedsToken is the refusal to listen beyond loopback without a bearer token.
 var errNeedsToken = errors.New("--http on a non-loopback address needs a bearer token (ELICITD_HTTP_TOKEN): " +
@@ -79,7 +76,7 @@ func (s *server) httpHandler(hc httpConfig, log *slog.Logger) http.Handler {
 			}
 			s.el.EndSession(id, user)
 		}
-		if r.Header.Get("Mcp-Protocol-Version") >= pullEraVersion {
+		if r.Header.Get("Mcp-Protocol-Version") >= ask.PullEra {
 			stateless.ServeHTTP(w, r)
 			return
 		}
@@ -109,17 +106,11 @@ func tokenVerifier(tokens []string) auth.TokenVerifier {
 	}
 }
 
-// originCheck refuses, with 403, a request whose Host is not loopback while it arrived on a
-// loopback address (a DNS-rebound name: the go-sdk handler checks this too), or whose Origin
-// (sent by browsers) is neither the server's own origin nor one allowed.
+// originCheck refuses, with 403, a request whose Origin (sent by browsers) is neither the
+// server's own origin nor one allowed. (A DNS-rebound Host on a loopback address is go-sdk's
+// handler's to refuse, which it does unless told not to.)
 func originCheck(allowed []string, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if la, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok {
-			if host, _, err := net.SplitHostPort(la.String()); err == nil && loopbackHost(host) && !loopbackHost(hostOnly(r.Host)) {
-				http.Error(w, fmt.Sprintf("Forbidden: Host %q is not this machine (DNS rebinding?)", r.Host), http.StatusForbidden)
-				return
-			}
-		}
 		if o := r.Header.Get("Origin"); o != "" && !slices.Contains(allowed, o) {
 			u, err := url.Parse(o)
 			if err != nil || !strings.EqualFold(u.Host, r.Host) {
@@ -129,14 +120,6 @@ func originCheck(allowed []string, next http.Handler) http.Handler {
 		}
 		next.ServeHTTP(w, r)
 	})
-}
-
-// hostOnly is a Host header without its port.
-func hostOnly(hostport string) string {
-	if h, _, err := net.SplitHostPort(hostport); err == nil {
-		return h
-	}
-	return hostport
 }
 
 // callerOwner owns questions over HTTP: a client with a session (2025-11-25 and earlier)

@@ -287,28 +287,27 @@ func TestHTTPRefusesRebindingHostsAndForeignOrigins(t *testing.T) {
 // SIGTERM answers the calls waiting on a person, over HTTP as on stdio, and exits 0.
 func TestHTTPShutdownAnswersOpenCalls(t *testing.T) {
 	s := startHTTP(t)
-	for _, era := range eras[1:] { // push: the call is open while the person is asked
-		asked := make(chan struct{}, 1)
-		gone := make(chan struct{}) // the person never answers; released before the client closes
-		defer close(gone)
-		cs, err := connectHTTP(t, s, era.version, "", neverAnswers(asked, gone))
-		require.NoError(t, err)
-		result := make(chan map[string]any, 1)
-		go func() {
-			res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "m", "form": nameForm}})
-			if err != nil {
-				result <- map[string]any{"error": err.Error()}
-				return
-			}
-			result <- structured(t, res)
-		}()
-		<-asked
-		require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
-		out := <-result
-		assert.Equal(t, "cancelled", out["status"], "%v", out)
-		assert.Equal(t, "shutdown", out["reason"])
-		require.NoError(t, <-s.exited, "exit status 0")
-	}
+	// Push era: the call is open while the person is asked.
+	asked := make(chan struct{}, 1)
+	gone := make(chan struct{}) // the person never answers; released before the client closes
+	defer close(gone)
+	cs, err := connectHTTP(t, s, "2025-11-25", "", neverAnswers(asked, gone))
+	require.NoError(t, err)
+	result := make(chan map[string]any, 1)
+	go func() {
+		res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "m", "form": nameForm}})
+		if err != nil {
+			result <- map[string]any{"error": err.Error()}
+			return
+		}
+		result <- structured(t, res)
+	}()
+	<-asked
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGTERM))
+	out := <-result
+	assert.Equal(t, "cancelled", out["status"], "%v", out)
+	assert.Equal(t, "shutdown", out["reason"])
+	require.NoError(t, <-s.exited, "exit status 0")
 }
 
 // A push-era client that closes its session (DELETE) while a question is open ends it as
