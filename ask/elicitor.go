@@ -22,6 +22,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/registry"
 	"github.com/elicitd/elicitd/validator"
 )
@@ -50,6 +51,12 @@ type Options struct {
 	// (client gone) when the session does. Stateless HTTP needs a hook (each request
 	// there has a session of its own): the authenticated caller, say.
 	Owner func(*mcp.CallToolRequest) string
+	// Pages serves elicitd's page, through which fields that must not be asked in form mode
+	// (secrets, files) are asked, in URL mode. Nil: such questions get ELICITATION_UNSUPPORTED.
+	Pages *page.Server
+	// PageWait is how long a pull-era retry that accepted the page's link waits for the page
+	// to be submitted before it hands the link back to show again; 0: DefaultPageWait.
+	PageWait time.Duration
 }
 
 // Elicitor puts questions to the person behind a tool call, in the era the call speaks.
@@ -64,6 +71,8 @@ type Elicitor struct {
 	pullIdle    time.Duration
 	log         *slog.Logger
 	ownerOf     func(*mcp.CallToolRequest) string
+	pages       *page.Server
+	pageWait    time.Duration
 
 	idPrefix string        // unique to this Elicitor: call ids never repeat across restarts
 	callSeq  atomic.Uint64 // numbers the pull-era calls
@@ -103,7 +112,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 		o.PullIdle = o.Timeout / 2
 	}
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), idPrefix: rand.Text()[:13] + "-", timeout: o.Timeout, maxAttempts: o.MaxAttempts,
-		keepalive: o.Keepalive, pullIdle: o.PullIdle, log: o.Logger, ownerOf: o.Owner, calls: &memCalls{}}
+		keepalive: o.Keepalive, pullIdle: o.PullIdle, log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}}
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
 	server.AddSendingMiddleware(attachWireSchema)
 	server.AddReceivingMiddleware(el.middleware)
@@ -304,13 +313,7 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	}
 	way, ok := wayFor(c, q)
 	if !ok {
-		e := Errorf(CodeUnsupported, "no_form_elicitation",
-			"this client cannot show forms (it declares no form elicitation); ask the person for these in the chat instead")
-		e.Missing = q.Missing
-		if e.Missing == nil {
-			e.Missing = formMissing(q.Form)
-		}
-		return elicitation.Outcome{}, e
+		return elicitation.Outcome{}, el.unsupported(c, q)
 	}
 	spec := elicitation.Spec{Title: q.Title, Tool: c.req.Params.Name, Message: q.Message, Continue: q.Then,
 		Timeout: clamp(q.Timeout, time.Second, el.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, el.maxAttempts)}
@@ -323,16 +326,22 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 			return q.Reprompt(errs, n)
 		}
 	}
-	if q.Wire != nil {
+	switch forms := formElicitation(c.req); {
+	case q.Wire != nil:
 		spec.Form = q.Wire
-	} else {
-		spec.Form = keepForm{q.Form}
-		if q.Form.Conditional() {
-			spec.Continue = rounds(q.Form, q.Message, q.Then)
+	default:
+		form := q.Form
+		if way.page && forms {
+			// The plain fields in form mode, then the rest on the page; else all there.
+			form = cmp.Or(form.SplitForPage(), form)
+		}
+		spec.Form = asked(form, forms)
+		if form.Conditional() {
+			spec.Continue = rounds(form, q.Message, q.Then, forms)
 		}
 	}
 	var stop func()
-	spec.Prompter, stop = way.prompter(ctx, c)
+	spec.Prompter, stop = way.prompter(ctx, c, q)
 	defer stop()
 	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {
@@ -349,32 +358,53 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 var errNotInCall = Errorf(CodeFailed, "not_in_a_call",
 	"ask: the context is not that of a tool handler registered with ask.AddTool, Elicitor.Add or Elicitor.Handler")
 
-// way is one way to put a question to the person: a mode (form; URL mode can be another)
-// in an era. A question goes the first way that suits it and the call's client.
+// way is one way to put a question to the person: a mode (form, or form and URL mode) in
+// an era. A question goes the first way that suits it and the call's client.
 type way struct {
 	suits func(c *call, q Question) bool
+	page  bool // some rounds go through elicitd's page (url.go)
 	// prompter returns the question's Prompter, and what to do once it has ended; ctx is
 	// the handler's.
-	prompter func(ctx context.Context, c *call) (elicitation.Prompter, func())
+	prompter func(ctx context.Context, c *call, q Question) (elicitation.Prompter, func())
 }
 
 // ways are tried in order.
 var ways = []way{
 	{ // form, pull era
-		suits: func(c *call, _ Question) bool { return c.pull && formElicitation(c.req) },
-		prompter: func(_ context.Context, c *call) (elicitation.Prompter, func()) {
+		suits: func(c *call, q Question) bool { return c.pull && !needsPage(q) && formElicitation(c.req) },
+		prompter: func(_ context.Context, c *call, _ Question) (elicitation.Prompter, func()) {
+			c.links = nil
 			return c, func() {} // input requests on the call's results
 		}},
 	{ // form, push era
-		suits: func(c *call, _ Question) bool { return !c.pull && formElicitation(c.req) },
-		prompter: func(ctx context.Context, c *call) (elicitation.Prompter, func()) {
-			// A prompt's elicitation/create lives until the question ends, which it has
-			// when ask returns (wait sees to that); then the SDK tells the client with
-			// notifications/cancelled. It keeps the call's values: over Streamable HTTP
-			// they say which response stream the request goes out on, the call's own.
-			prompts, stop := context.WithCancel(context.WithoutCancel(ctx))
+		suits: func(c *call, q Question) bool { return !c.pull && !needsPage(q) && formElicitation(c.req) },
+		prompter: func(ctx context.Context, c *call, _ Question) (elicitation.Prompter, func()) {
+			prompts, stop := pushContext(ctx)
 			return pushPrompter{ss: c.req.Session, ctx: prompts}, stop
 		}},
+	{ // form and the page, pull era
+		suits: func(c *call, q Question) bool { return c.pull && c.el.pages != nil && urlElicitation(c.req) }, page: true,
+		prompter: func(_ context.Context, c *call, q Question) (elicitation.Prompter, func()) {
+			c.links = newLinks(c.el, q.Title)
+			return c, c.links.close
+		}},
+	{ // form and the page, push era
+		suits: func(c *call, q Question) bool { return !c.pull && c.el.pages != nil && urlElicitation(c.req) }, page: true,
+		prompter: func(ctx context.Context, c *call, q Question) (elicitation.Prompter, func()) {
+			prompts, stop := pushContext(ctx)
+			ls := newLinks(c.el, q.Title)
+			ls.ss, ls.ctx = c.req.Session, prompts
+			return pushPrompter{ss: c.req.Session, ctx: prompts, links: ls}, func() { stop(); ls.close() }
+		}},
+}
+
+// pushContext is the context of a question's push-era prompts. A prompt's
+// elicitation/create lives until the question ends, which it has when ask returns (wait sees
+// to that); then the SDK tells the client with notifications/cancelled. It keeps the call's
+// values: over Streamable HTTP they say which response stream the request goes out on, the
+// call's own.
+func pushContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithCancel(context.WithoutCancel(ctx))
 }
 
 // wayFor returns the first way that suits q and c's client.
@@ -414,6 +444,7 @@ type call struct {
 	asking  elicitation.Prompt
 	idle    *clock.Timer // ends the call if the client does not come back in time
 	killed  bool
+	links   *links // the pages of the question asked now, if it may use them; set by its way
 	how     string // how its last question ended
 }
 
@@ -557,7 +588,7 @@ func (c *call) next(ctx context.Context) result {
 		if _, over := pr.Elicitation.Outcome(); over || pr.Round != pr.Elicitation.Snapshot().Attempt {
 			continue // superseded while queued, or ended: the handler says what follows
 		}
-		return c.hand(pr)
+		return c.hand(ctx, pr)
 	}
 }
 
@@ -566,7 +597,16 @@ func (c *call) next(ctx context.Context) result {
 const stateLifetime = elicitation.DefaultMaxLifetime
 
 // hand returns pr as the input requests of a new round.
-func (c *call) hand(pr elicitation.Prompt) result {
+func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
+	params := elicitParams
+	if _, ok := pageForm(pr.Form); ok && c.links != nil {
+		l, err := c.links.link(pr)
+		if err != nil {
+			_ = pr.Elicitation.Answer(elicitation.Answer{Round: pr.Round, Action: elicitation.Failed, Err: err})
+			return c.next(ctx)
+		}
+		params = func(pr elicitation.Prompt) *mcp.ElicitParams { return urlParams(pr, l, false) }
+	}
 	c.mu.Lock()
 	c.handed++
 	n := c.handed
@@ -578,7 +618,7 @@ func (c *call) hand(pr elicitation.Prompt) result {
 	token := c.el.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Round: n,
 		Expires: c.el.clk.Now().Add(stateLifetime).Unix()})
 	return result{res: &mcp.CallToolResult{
-		InputRequests: mcp.InputRequestMap{inputKey(n): elicitParams(pr)},
+		InputRequests: mcp.InputRequestMap{inputKey(n): params(pr)},
 		RequestState:  token,
 	}}
 }
@@ -724,7 +764,9 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result
 		return fail(stateError("used", "this requestState has already been used; a requestState is good for one call"))
 	}
 	var a elicitation.Answer
-	if res, ok := resp.(*mcp.ElicitResult); ok {
+	if res, ok := resp.(*mcp.ElicitResult); ok && res.Action == "accept" && isPage(pr) {
+		return c.awaitPage(ctx, pr) // the answer comes from the page
+	} else if ok {
 		a = toAnswer(pr.Round, res, nil)
 	} else {
 		a = elicitation.Answer{Round: pr.Round, Action: elicitation.Unusable,
@@ -741,13 +783,13 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result
 // rounds asks a form with conditional fields: after each valid answer, the fields whose
 // condition now holds are asked in a follow-up round that keeps every answer so far; once
 // none is left, then (if set) decides what follows.
-func rounds(form *validator.Compiled, message string, then elicitation.Continuation) elicitation.Continuation {
+func rounds(form *validator.Compiled, message string, then elicitation.Continuation, forms bool) elicitation.Continuation {
 	cur := form // owned by the question's goroutine, which runs every call
 	return func(data map[string]any) elicitation.Next {
 		if next := cur.Next(data); next != nil {
 			cur = next
 			// A new round of the same question, not a second try.
-			return elicitation.Next{Data: data, FollowUp: &elicitation.Step{Message: message, Form: keepForm{next}}, Free: true}
+			return elicitation.Next{Data: data, FollowUp: &elicitation.Step{Message: message, Form: asked(next, forms)}, Free: true}
 		}
 		if then != nil {
 			return then(data)
@@ -865,11 +907,16 @@ func startError(err error) *Error {
 // answer reaches the form's own size check, normaliser and validator, exactly as in the pull
 // era. attachWireSchema puts the schema on the request that goes out.
 type pushPrompter struct {
-	ss  *mcp.ServerSession
-	ctx context.Context
+	ss    *mcp.ServerSession
+	ctx   context.Context
+	links *links // the question's pages, when it may use them
 }
 
 func (p pushPrompter) Prompt(pr elicitation.Prompt) {
+	if p.links != nil && isPage(pr) {
+		go p.promptPage(pr)
+		return
+	}
 	go func() {
 		ctx := context.WithValue(p.ctx, wireSchemaKey{}, pr.Form.WireSchema())
 		params := elicitParams(pr)

@@ -91,10 +91,25 @@ func (el *Elicitor) Add(server *mcp.Server, tools ...Tool) {
 	}
 }
 
-// toolResult sends a handler's result: Text as it is, anything else as JSON.
+// Private is a tool result whose text differs from its structured content: Structured is
+// sent as the structured content, and Text, as JSON, is the text, which hosts may show the
+// model, put in a transcript or log. It is for results that hold what only the program
+// should read, a secret typed on elicitd's page, say, or a file's bytes.
+type Private struct {
+	Structured any
+	Text       any
+}
+
+// toolResult sends a handler's result: Text as it is, Private as it says, anything else as
+// JSON.
 func toolResult(out any) *mcp.CallToolResult {
-	if t, ok := out.(Text); ok {
+	switch t := out.(type) {
+	case Text:
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(t)}}}
+	case Private:
+		r := JSONResult(t.Structured, false)
+		r.Content = JSONResult(t.Text, false).Content
+		return r
 	}
 	return JSONResult(out, false)
 }

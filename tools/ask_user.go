@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"maps"
 	"math"
 	"slices"
 	"strings"
@@ -56,8 +57,14 @@ Example: {"message": "Where should the parcel go?", "form": {"title": "Delivery"
 Answers are checked, and when one is invalid the person is asked again, with the problems
 listed, for only the fields that were wrong (the valid answers are kept). The result's
 "status" is completed (with "data"), declined, cancelled or timeout.
-Never ask for passwords, API keys or payment details here. Instead of "form" you may pass an
-MCP requestedSchema as "schema".`
+Secrets and files: mark a field "sensitive": true (a password, an API key), or give it type
+"file" (with "accept": ["application/pdf", "image/*"] and "max_bytes"). Those fields are never
+asked in the chat or in the client's form: the person answers them on elicitd's own page,
+whose link the client shows (URL mode), and the plain fields of the same form are asked in the
+client's form first. A file comes back as {"name", "type" (sniffed from its bytes), "size",
+"sha256", "base64"}; in the result's text a secret and a file's bytes are left out (they are in
+the structured content). A client without URL mode gets ELICITATION_UNSUPPORTED naming them.
+Instead of "form" you may pass an MCP requestedSchema as "schema".`
 
 // AskUserOptions configure ask_user. Zero values take the defaults noted.
 type AskUserOptions struct {
@@ -97,7 +104,35 @@ func (t *askUser) call(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return askUserResult(o), nil
+	return askUserPrivate(askUserResult(o), form), nil
+}
+
+// askUserPrivate keeps secrets and files' bytes out of the result's text, which hosts may
+// show the model or log: there a secret reads as given, and a file as its metadata. The
+// structured content has them.
+func askUserPrivate(r AskUserResult, form *validator.Compiled) any {
+	var text map[string]any
+	for _, f := range form.Fields() {
+		v, ok := r.Data[f.Name]
+		if !ok || !f.NeedsPage() {
+			continue
+		}
+		if text == nil {
+			text = maps.Clone(r.Data)
+		}
+		if u, ok := v.(*validator.Upload); ok {
+			text[f.Name] = map[string]any{"name": u.Name, "type": u.Type, "size": u.Size, "sha256": u.SHA256,
+				"base64": "(in the structured content)"}
+		} else {
+			text[f.Name] = "(a secret, given on elicitd's page: in the structured content only)"
+		}
+	}
+	if text == nil {
+		return r
+	}
+	shown := r
+	shown.Data = text
+	return ask.Private{Structured: r, Text: shown}
 }
 
 // askUserArgs is AskUserInput as decoded: the form or schema kept as the JSON it came as.
@@ -218,10 +253,6 @@ func (t *askUser) compile(in askUserArgs) (*validator.Compiled, error) {
 		f.MaxAnswerBytes = t.maxAnswerBytes
 		var c *validator.Compiled
 		if c, err = validator.Compile(f); err == nil {
-			if c.HasSensitive() {
-				return nil, ask.Errorf(ask.CodeInvalidForm, "sensitive_field",
-					"a field is marked sensitive: secrets must not be asked for in form mode (URL mode is needed, and not offered yet)")
-			}
 			t.forms.add(key, c)
 			return c, nil
 		}

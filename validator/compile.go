@@ -66,7 +66,7 @@ func (e *DefinitionError) Error() string {
 	return b.String()
 }
 
-var allTypes = []Type{Text, Number, Integer, Boolean, Date, DateTime, Email, URL, Select, MultiSelect}
+var allTypes = []Type{Text, Number, Integer, Boolean, Date, DateTime, Email, URL, Select, MultiSelect, File}
 
 func typeList() string {
 	names := make([]string, len(allTypes))
@@ -144,19 +144,17 @@ func compileField(fd Field) (compiledField, []string) {
 
 	fd.Options = slices.Clone(fd.Options)
 	fd.URLSchemes = slices.Clone(fd.URLSchemes)
+	fd.Accept = slices.Clone(fd.Accept)
 	cf := compiledField{Field: fd, label: fd.Label}
 	if cf.label == "" {
 		cf.label = fd.Name
 	}
 	t := fd.Type
-	switch {
-	case t == "file":
-		bad(`type "file" is not possible in form mode: ask for a file through a URL-mode elicitation instead`)
-		return cf, probs
-	case !t.known():
+	if !t.known() {
 		bad("has unknown type %q; expected one of %s", t, typeList())
 		return cf, probs
 	}
+	compileFile(&cf, bad)
 
 	// Options.
 	if len(fd.Options) > MaxOptions {
@@ -364,11 +362,6 @@ func (c *Compiled) Fields() []Field {
 		out[i].URLSchemes = slices.Clone(f.URLSchemes)
 	}
 	return out
-}
-
-// HasSensitive reports whether any field is marked sensitive.
-func (c *Compiled) HasSensitive() bool {
-	return slices.ContainsFunc(c.fields, func(f compiledField) bool { return f.Sensitive })
 }
 
 // WireSchema returns the MCP requestedSchema for the form (see wire.go). The caller must not

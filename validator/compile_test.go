@@ -31,7 +31,10 @@ func TestCompileReportsEachProblem(t *testing.T) {
 		key    string // the problem's field, when not the field's name
 	}{
 		{name: "unknown type", field: v.Field{Name: "x", Type: "colour"}, want: `unknown type "colour"; expected one of text, number`},
-		{name: "file", field: v.Field{Name: "x", Type: "file"}, want: "URL-mode elicitation"},
+		{name: "file accept", field: v.Field{Name: "x", Type: v.File, Accept: []string{"pdf"}}, want: `accept entry 1 must be a media type such as "application/pdf"`},
+		{name: "file max", field: v.Field{Name: "x", Type: v.File, MaxBytes: -1}, want: "max_bytes -1; it must be positive"},
+		{name: "file default", field: v.Field{Name: "x", Type: v.File, Default: "a"}, want: "a file cannot have one"},
+		{name: "accept on text", field: v.Field{Name: "x", Type: v.Text, Accept: []string{"image/*"}}, want: "apply only to file fields"},
 		{name: "empty name", field: v.Field{Type: v.Text}, want: "has no name", key: "fields[0]"},
 		{name: "duplicate", field: v.Field{Name: "x", Type: v.Text}, field2: &v.Field{Name: "x", Type: v.Number}, want: "defined twice"},
 		{name: "select without options", field: v.Field{Name: "x", Type: v.Select}, want: "no options"},
@@ -132,5 +135,5 @@ func TestCompiledKeepsItsOwnCopy(t *testing.T) {
 	fields := c.Fields()
 	fields[0].Options[0].Value = "changed"
 	assert.Equal(t, "a", c.Fields()[0].Options[0].Value)
-	assert.False(t, c.HasSensitive())
+	assert.False(t, c.NeedsPage())
 }

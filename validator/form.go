@@ -15,6 +15,7 @@ const (
 	URL         Type = "url"          // an absolute URL with a host; https only unless url_schemes says more
 	Select      Type = "select"       // one of the options
 	MultiSelect Type = "multi_select" // some of the options, each at most once
+	File        Type = "file"         // a file, asked through elicitd's page (URL mode); the answer is an *Upload
 )
 
 // Case is a case rule applied to a text-like answer after trimming.
@@ -79,10 +80,15 @@ type Field struct {
 	// AllowPrivateHosts lets a url field name a loopback, private or otherwise non-public
 	// host. By default such URLs are refused.
 	AllowPrivateHosts bool `json:"allow_private_hosts,omitempty"`
+	// Accept lists the media types a file field takes ("application/pdf", "image/*"),
+	// checked against the type sniffed from the bytes; empty takes any.
+	Accept []string `json:"accept,omitempty"`
+	// MaxBytes limits a file field's size; 0 means DefaultMaxFileBytes.
+	MaxBytes int64 `json:"max_bytes,omitempty"`
 
-	// Sensitive marks a value that must never be echoed back (messages never quote it).
-	// The MCP spec forbids asking for secrets in form mode: the ask_user tool refuses such
-	// fields, and a URL-mode flow is the way to collect them.
+	// Sensitive marks a secret (a password, an API key): it is never echoed back, logged or
+	// quoted. The MCP spec forbids asking for secrets in form mode, so a sensitive field is
+	// asked through elicitd's page, in URL mode (see NeedsPage).
 	Sensitive bool `json:"sensitive,omitempty"`
 	// Case is applied to text-like values, and to select values before they are matched.
 	Case Case `json:"case,omitempty"`
@@ -98,7 +104,7 @@ type Field struct {
 	// Rendering hints, carried to the client in the prompt's _meta (io.elicitd/hints) where
 	// the wire schema has no place for them: Placeholder is sample text shown in an empty
 	// input; Widget is "multiline" (a text area) or "password", which makes the field
-	// sensitive: it is never asked in form mode.
+	// sensitive: it is asked through elicitd's page, never in form mode.
 	Placeholder string `json:"placeholder,omitempty"`
 	Widget      string `json:"widget,omitempty"`
 

@@ -45,6 +45,7 @@ const (
 	stageAsk     int8 = iota // asked now (or kept from an earlier round)
 	stagePending             // its condition cannot be decided yet
 	stageDropped             // its condition did not hold: never asked, not in the data
+	stageLater               // asked through the page in the next round (SplitForPage)
 )
 
 // compileRules checks every field's When, RequiredWhen and Compare against the other
@@ -351,6 +352,10 @@ func (c *Compiled) Next(data map[string]any) *Compiled {
 	asked := false
 	for i := range r.fields {
 		f := &r.fields[i]
+		if f.stage == stageLater {
+			f.stage, asked = stageAsk, true
+			continue
+		}
 		if f.stage != stagePending {
 			continue
 		}

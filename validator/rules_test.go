@@ -119,7 +119,7 @@ func TestRulesAreCheckedWhenCompiled(t *testing.T) {
 	}
 	c, err := v.CompileJSON([]byte(`{"fields":[{"name":"pin","type":"text","widget":"password"}]}`))
 	require.NoError(t, err)
-	assert.True(t, c.HasSensitive(), "a password widget is a sensitive field")
+	assert.True(t, c.NeedsPage(), "a password widget is a sensitive field, asked through the page")
 }
 
 func TestHintsAreThoseOfTheFieldsAskedNow(t *testing.T) {

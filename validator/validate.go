@@ -183,6 +183,8 @@ func (f *compiledField) normalise(raw any) (v any, fe *FieldError, blank bool) {
 		return f.boolean(raw)
 	case MultiSelect:
 		return f.multi(raw)
+	case File:
+		return f.upload(raw)
 	}
 	s, ok := f.text(raw)
 	if !ok {

@@ -94,6 +94,10 @@ type clientSetup struct {
 	version  string
 	elicit   func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
 	progress func(context.Context, *mcp.ProgressNotificationClientRequest)
+	// url, when set, declares URL elicitation as well as forms, and hears the
+	// notifications/elicitation/complete the server sends.
+	url      bool
+	complete func(context.Context, *mcp.ElicitationCompleteNotificationRequest)
 	noMRTR   bool
 	// middleware, when set, wraps the client's handling of what the server sends.
 	middleware mcp.Middleware
@@ -114,6 +118,8 @@ func start(t *testing.T, c clientSetup) *harness {
 		ElicitationHandler:          c.elicit,
 		ProgressNotificationHandler: c.progress,
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: c.noMRTR},
+		ElicitationCompleteHandler:  c.complete,
+		Capabilities:                urlCaps(c.url),
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
@@ -320,17 +326,12 @@ func TestSixtyFourConcurrentCalls(t *testing.T) {
 func TestRateLimitAndInvalidForm(t *testing.T) {
 	h := start(t, clientSetup{version: "2025-11-25", args: []string{"--rate", "1", "--burst", "1"}, elicit: accept(map[string]any{"name": "A"})})
 	ctx := timeout(t)
-	out, isErr := h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": map[string]any{"fields": []any{
-		map[string]any{"name": "pw", "type": "text", "sensitive": true}}}})
-	require.True(t, isErr)
-	assert.Equal(t, "INVALID_FORM", out["code"])
-	assert.Equal(t, "sensitive_field", out["reason"])
-	out, _ = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": map[string]any{"fields": []any{}}})
+	out, _ := h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": map[string]any{"fields": []any{}}})
 	assert.Equal(t, "INVALID_FORM", out["code"])
 	out, _ = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": map[string]any{"fields": []any{map[string]any{"name": "x", "type": "colour"}}}})
 	assert.Contains(t, out["message"], `unknown type "colour"`)
 	// Arguments that break ask_user's input schema get the same error shape, naming the argument.
-	out, isErr = h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": nameForm, "timeout_seconds": "soon"})
+	out, isErr := h.call(t, ctx, "ask_user", map[string]any{"message": "m", "form": nameForm, "timeout_seconds": "soon"})
 	require.True(t, isErr)
 	assert.Equal(t, "INVALID_ARGUMENT", out["code"])
 	assert.Equal(t, "invalid_arguments", out["reason"])

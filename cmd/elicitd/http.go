@@ -19,6 +19,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/page"
 )
 
 // httpConfig is the Streamable HTTP listener's settings.
@@ -85,7 +86,15 @@ func (s *server) httpHandler(hc httpConfig, log *slog.Logger) http.Handler {
 	if len(hc.tokens) > 0 {
 		h = auth.RequireBearerToken(tokenVerifier(hc.tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
 	}
-	return originCheck(hc.origins, h)
+	h = originCheck(hc.origins, h)
+	if s.pages == nil {
+		return h
+	}
+	// elicitd's page is for a person's browser: it has no token; its link is the key.
+	mux := http.NewServeMux()
+	mux.Handle(page.Path, s.pages)
+	mux.Handle("/", h)
+	return mux
 }
 
 // tokenVerifier accepts the configured tokens; the caller is named by the token's place in

@@ -27,6 +27,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/tools/ups"
 )
 
@@ -97,6 +98,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	if cfg.http.addr != "" {
 		return runHTTP(cfg, opts, logger, stderr)
 	}
+	pages := newPageOnDemand(cfg.page, logger)
+	defer pages.close()
+	opts.Pages = pages.Pages
 	srv := newServer(opts, version)
 
 	sigs := make(chan os.Signal, 1)
@@ -155,6 +159,11 @@ func runHTTP(cfg config, opts options, logger *slog.Logger, stderr io.Writer) in
 		return 1
 	}
 	opts.Owner = callerOwner
+	if host, _, _ := net.SplitHostPort(cfg.http.addr); cfg.page.url != "" || loopbackHost(host) {
+		// The page is served beside MCP; beyond loopback only behind the https proxy named.
+		base := cfg.page.base(ln.Addr())
+		opts.Pages = page.New(page.Options{Base: func() (string, error) { return base, nil }, MaxFileBytes: cfg.page.maxBytes, Logger: logger})
+	}
 	srv := newServer(opts, version)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
@@ -180,12 +189,14 @@ type config struct {
 	conformance    bool
 	ups            ups.Config
 	http           httpConfig
+	page           pageConfig
+	pageWait       time.Duration
 }
 
 func (c config) options() options {
 	o := options{Conformance: c.conformance,
 		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxLive: c.maxLive,
-		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, StateKey: []byte(c.stateKey),
+		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, StateKey: []byte(c.stateKey), PageWait: c.pageWait,
 	}
 	if c.ratePerMinute > 0 {
 		o.Rate, o.Burst = rate.Limit(float64(c.ratePerMinute)/60), c.burst
@@ -257,6 +268,23 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			}
 			return nil
 		}},
+		{"page-addr", "ELICITD_PAGE_ADDR", "serving stdio: where elicitd's page (for secrets and files, URL mode) listens, from the first question that needs it; loopback", "127.0.0.1:0", func(s string) error {
+			c.page.addr = s
+			return nil
+		}},
+		{"page-url", "ELICITD_PAGE_URL", "the https URL elicitd's page is reached at through a proxy in front (needed for the page when --http is not on loopback)", "", func(s string) error {
+			c.page.url = strings.TrimSuffix(s, "/")
+			return nil
+		}},
+		{"max-file-bytes", "ELICITD_MAX_FILE_BYTES", "the largest file accepted on elicitd's page", "10485760", func(s string) error {
+			var n int
+			if err := intIn(&n, 1024, 1<<30)(s); err != nil {
+				return err
+			}
+			c.page.maxBytes = int64(n)
+			return nil
+		}},
+		{"page-wait", "ELICITD_PAGE_WAIT", "2026-07-28 clients: how long a retry that accepted the page's link waits for the page to be sent before the link is shown again", "30s", durationIn(&c.pageWait, 100*time.Millisecond, 10*time.Minute, false)},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
 				return fmt.Errorf("must be debug, info, warn or error, got %q", s)
@@ -312,6 +340,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		c.http.tokens = append(c.http.tokens, t)
 	}
 	if err := c.http.check(); err != nil {
+		return c, err
+	}
+	if err := c.page.check(); err != nil {
 		return c, err
 	}
 	var err error

@@ -12,6 +12,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/tools"
 	"github.com/elicitd/elicitd/tools/shipping"
 	"github.com/elicitd/elicitd/tools/ups"
@@ -35,13 +36,16 @@ type options struct {
 	Conformance    bool          // add the MCP conformance suite's fixtures
 	// Owner names the owner of a call's questions (see ask.Options.Owner); nil: the client
 	// session.
-	Owner func(*mcp.CallToolRequest) string
+	Owner    func(*mcp.CallToolRequest) string
+	Pages    *page.Server  // elicitd's page, for secrets and files; nil: none
+	PageWait time.Duration // see ask.Options.PageWait
 }
 
 // server is elicitd: an MCP server with elicitd's tools, all asking through one Elicitor.
 type server struct {
-	mcp *mcp.Server
-	el  *ask.Elicitor
+	mcp   *mcp.Server
+	el    *ask.Elicitor
+	pages *page.Server // served beside MCP over HTTP; nil when there is none
 }
 
 // newServer wires the MCP server, the Elicitor and the tools together.
@@ -52,10 +56,10 @@ func newServer(o options, version string) *server {
 	s := &server{mcp: mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
 		Logger:       cmp.Or(o.SDKLogger, o.Logger),
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
-	})}
+	}), pages: o.Pages}
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts,
 		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle,
-		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner})
+		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait})
 	s.el.Add(s.mcp, tools.AskUser(tools.AskUserOptions{MaxAnswerBytes: o.MaxAnswerBytes}))
 	s.el.AddManagement(s.mcp)
 	s.el.Add(s.mcp, shipping.Tools(o.UPS)...)

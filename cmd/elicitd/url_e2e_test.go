@@ -1,0 +1,264 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"mime/multipart"
+	"net/http"
+	"net/http/cookiejar"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// urlCaps declares forms and, when url is set, URL elicitation; nil (forms only, inferred
+// from the handler) otherwise.
+func urlCaps(url bool) *mcp.ClientCapabilities {
+	if !url {
+		return nil
+	}
+	return &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+		Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}}
+}
+
+// secretForm mixes a plain field with a secret and a file.
+var secretForm = map[string]any{"title": "Sign the contract", "fields": []any{
+	map[string]any{"name": "user", "type": "text", "label": "User name", "required": true},
+	map[string]any{"name": "password", "type": "text", "label": "Password", "sensitive": true, "required": true, "min_length": 8},
+	map[string]any{"name": "contract", "type": "file", "label": "Signed contract", "required": true, "accept": []any{"application/pdf"}},
+}}
+
+var contractPDF = []byte("%PDF-1.7\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n")
+
+// browser is a person's browser: its own cookies.
+type browser struct {
+	t *testing.T
+	c *http.Client
+}
+
+func newBrowser(t *testing.T) *browser {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &browser{t: t, c: &http.Client{Jar: jar, Timeout: failsafe}}
+}
+
+func (b *browser) open(u string) (int, string) {
+	res, err := b.c.Get(u)
+	require.NoError(b.t, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+var csrfInput = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+// send fills in the form of page (as last shown) with fields and files, by field name, and
+// sends it.
+func (b *browser) send(u, page string, fields map[string]string, files map[string][]byte) (int, string) {
+	var body bytes.Buffer
+	mw := multipart.NewWriter(&body)
+	if m := csrfInput.FindStringSubmatch(page); m != nil {
+		_ = mw.WriteField("_csrf", m[1])
+	}
+	for k, v := range fields {
+		_ = mw.WriteField("f."+k, v)
+	}
+	for k, data := range files {
+		fw, _ := mw.CreateFormFile("f."+k, k+".pdf")
+		_, _ = fw.Write(data)
+	}
+	_ = mw.Close()
+	res, err := b.c.Post(u, mw.FormDataContentType(), &body)
+	require.NoError(b.t, err)
+	defer res.Body.Close()
+	out, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(out)
+}
+
+// pagePerson answers forms with form and, on a link, opens it in a browser of their own,
+// first sends a password that is too short, then fixes it and sends the file.
+type pagePerson struct {
+	t    *testing.T
+	form map[string]any
+
+	mu    sync.Mutex
+	modes []string
+	urls  []string
+	ids   []string
+	pages []string // what the page said after each send
+}
+
+func (p *pagePerson) elicit(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	p.mu.Lock()
+	p.modes = append(p.modes, req.Params.Mode)
+	p.mu.Unlock()
+	if req.Params.Mode != "url" {
+		schema, _ := json.Marshal(req.Params.RequestedSchema)
+		assert.NotContains(p.t, string(schema), "password", "a secret is never asked in form mode")
+		assert.NotContains(p.t, string(schema), "contract")
+		return &mcp.ElicitResult{Action: "accept", Content: p.form}, nil
+	}
+	p.mu.Lock()
+	p.urls = append(p.urls, req.Params.URL)
+	p.ids = append(p.ids, req.Params.ElicitationID)
+	p.mu.Unlock()
+	b := newBrowser(p.t)
+	status, page := b.open(req.Params.URL)
+	require.Equal(p.t, http.StatusOK, status)
+	status, page = b.send(req.Params.URL, page, map[string]string{"password": "hunter2"}, map[string][]byte{"contract": contractPDF})
+	assert.Equal(p.t, http.StatusUnprocessableEntity, status)
+	assert.Contains(p.t, page, `id="f-password-error">Password: must be at least 8 characters</p>`)
+	assert.NotContains(p.t, page, "hunter2")
+	status, page = b.send(req.Params.URL, page, map[string]string{"password": "correct horse battery"}, nil)
+	assert.Equal(p.t, http.StatusOK, status, "the file was kept from the first send")
+	p.mu.Lock()
+	p.pages = append(p.pages, page)
+	p.mu.Unlock()
+	return &mcp.ElicitResult{Action: "accept"}, nil
+}
+
+func TestURLModeAsksSecretsAndFilesOnThePageInBothEras(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			p := &pagePerson{t: t, form: map[string]any{"user": "ada"}}
+			completed := make(chan string, 1)
+			h := start(t, clientSetup{version: era.version, elicit: p.elicit, url: true,
+				complete: func(_ context.Context, req *mcp.ElicitationCompleteNotificationRequest) {
+					completed <- req.Params.ElicitationID
+				}})
+			res, err := h.cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user",
+				Arguments: map[string]any{"message": "Sign in and attach the signed contract.", "form": secretForm}})
+			require.NoError(t, err)
+			require.False(t, res.IsError, "%v", res.StructuredContent)
+
+			assert.Equal(t, []string{"form", "url"}, p.modes, "the plain field in form mode, then the rest on the page")
+			require.Len(t, p.urls, 1)
+			u, err := url.Parse(p.urls[0])
+			require.NoError(t, err)
+			assert.Equal(t, "127.0.0.1", u.Hostname(), "the page listens on loopback")
+			assert.NotContains(t, p.urls[0], "ada", "no personal data in the URL")
+
+			var out struct {
+				Status string
+				Data   map[string]any
+			}
+			b, _ := json.Marshal(res.StructuredContent)
+			require.NoError(t, json.Unmarshal(b, &out))
+			assert.Equal(t, "completed", out.Status)
+			assert.Equal(t, "ada", out.Data["user"])
+			assert.Equal(t, "correct horse battery", out.Data["password"], "the tool gets one answer")
+			doc, _ := out.Data["contract"].(map[string]any)
+			assert.Equal(t, "application/pdf", doc["type"])
+			assert.EqualValues(t, len(contractPDF), doc["size"])
+			assert.NotEmpty(t, doc["sha256"])
+
+			text := res.Content[0].(*mcp.TextContent).Text
+			assert.NotContains(t, text, "correct horse", "a secret is never in the result's text")
+			assert.Contains(t, text, "application/pdf")
+			assert.NotContains(t, text, doc["base64"])
+
+			if era.version == "2025-11-25" {
+				require.NotEmpty(t, p.ids[0], "a push-era URL elicitation has an elicitationId")
+				select {
+				case id := <-completed:
+					assert.Equal(t, p.ids[0], id)
+				case <-time.After(failsafe):
+					t.Fatal("no notifications/elicitation/complete")
+				}
+			} else {
+				assert.Empty(t, p.ids[0], "the 2026-07-28 URL input request has no elicitationId")
+			}
+			logs := h.stderr.String()
+			for _, typed := range []string{"hunter2", "correct horse", "ada"} {
+				assert.NotContains(t, logs, typed)
+			}
+		})
+	}
+}
+
+func TestURLModeNeedsAClientThatDeclaresIt(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			h := start(t, clientSetup{version: era.version, elicit: accept(map[string]any{"user": "ada"})})
+			out, isErr := h.call(t, timeout(t), "ask_user", map[string]any{"message": "Sign in.", "form": secretForm})
+			require.True(t, isErr)
+			assert.Equal(t, "ELICITATION_UNSUPPORTED", out["code"])
+			assert.Equal(t, "no_url_elicitation", out["reason"])
+			assert.Contains(t, out["message"], "password, contract")
+			missing, _ := json.Marshal(out["missing"])
+			assert.Contains(t, string(missing), `"flat_key":"password"`)
+			assert.NotContains(t, string(missing), `"flat_key":"user"`)
+		})
+	}
+}
+
+func TestURLModeDeclinedOnTheLink(t *testing.T) {
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			h := start(t, clientSetup{version: era.version, url: true, elicit: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				if req.Params.Mode == "url" {
+					return &mcp.ElicitResult{Action: "decline"}, nil
+				}
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"user": "ada"}}, nil
+			}})
+			out, _ := h.call(t, timeout(t), "ask_user", map[string]any{"message": "Sign in.", "form": secretForm})
+			assert.Equal(t, "declined", out["status"])
+		})
+	}
+}
+
+// A 2026-07-28 client that comes back before the page was sent is shown the same link again;
+// once the page is sent, the retry completes.
+func TestPullRetryBeforeThePageWasSentShowsTheLinkAgain(t *testing.T) {
+	var urls []string
+	h := start(t, clientSetup{version: "2026-07-28", url: true, args: []string{"--page-wait", "100ms"},
+		elicit: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			urls = append(urls, req.Params.URL)
+			if len(urls) == 2 {
+				b := newBrowser(t)
+				_, page := b.open(req.Params.URL)
+				status, _ := b.send(req.Params.URL, page, map[string]string{"pin": "123456"}, nil)
+				assert.Equal(t, http.StatusOK, status)
+			}
+			return &mcp.ElicitResult{Action: "accept"}, nil
+		}})
+	res, err := h.cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "Your PIN.", "form": map[string]any{"fields": []any{
+		map[string]any{"name": "pin", "type": "text", "widget": "password", "required": true}}}}})
+	require.NoError(t, err)
+	text := res.Content[0].(*mcp.TextContent).Text
+	assert.Contains(t, text, `"status":"completed"`)
+	assert.Contains(t, text, `"pin":"(a secret, given on elicitd's page: in the structured content only)"`)
+	require.Len(t, urls, 2)
+	assert.Equal(t, urls[0], urls[1], "the same link, shown again")
+}
+
+func TestHTTPServesThePageBesideMCP(t *testing.T) {
+	s := startHTTP(t)
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			p := &pagePerson{t: t, form: map[string]any{"user": "ada"}}
+			client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{
+				ElicitationHandler: p.elicit, Capabilities: urlCaps(true)})
+			cs, err := client.Connect(timeout(t), &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true},
+				&mcp.ClientSessionOptions{ProtocolVersion: era.version})
+			require.NoError(t, err)
+			defer cs.Close()
+			res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user",
+				Arguments: map[string]any{"message": "Sign in.", "form": secretForm}})
+			require.NoError(t, err)
+			require.False(t, res.IsError)
+			require.Len(t, p.urls, 1)
+			assert.True(t, strings.HasPrefix(p.urls[0], strings.TrimSuffix(s.url, "/mcp")+"/elicit/"), "%s is served beside %s", p.urls[0], s.url)
+			assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `"status":"completed"`)
+		})
+	}
+}

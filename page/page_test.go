@@ -1,0 +1,305 @@
+package page_test
+
+import (
+	"bytes"
+	"errors"
+	"io"
+	"log/slog"
+	"mime/multipart"
+	"net/http"
+	"net/http/cookiejar"
+	"net/http/httptest"
+	"net/url"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/elicitd/elicitd/page"
+	"github.com/elicitd/elicitd/validator"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+var pdf = []byte("%PDF-1.7\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n")
+
+// fixture is a page Server behind httptest, and one open link whose answers are recorded.
+type fixture struct {
+	srv  *httptest.Server
+	ps   *page.Server
+	link *page.Link
+	logs *bytes.Buffer
+
+	mu     sync.Mutex
+	got    []map[string]any
+	refuse error // what Submit returns
+}
+
+func newFixture(t *testing.T, fields ...validator.Field) *fixture {
+	t.Helper()
+	if fields == nil {
+		fields = []validator.Field{
+			{Name: "user", Type: validator.Text, Label: "User name", Required: true},
+			{Name: "password", Type: validator.Text, Label: "Password", Sensitive: true, Required: true, MinLength: validator.Ptr(8)},
+			{Name: "contract", Type: validator.File, Label: "Contract", Accept: []string{"application/pdf"}},
+		}
+	}
+	form, err := validator.Compile(validator.Form{Title: "Sign in", Fields: fields})
+	require.NoError(t, err)
+	f := &fixture{logs: &bytes.Buffer{}}
+	var base string
+	f.ps = page.New(page.Options{Base: func() (string, error) { return base, nil },
+		Logger: slog.New(slog.NewTextHandler(lockedWriter{&f.mu, f.logs}, nil))})
+	f.srv = httptest.NewServer(f.ps)
+	t.Cleanup(f.srv.Close)
+	base = f.srv.URL
+	f.link, err = f.ps.Open(page.Question{Message: "To reach your account.", Form: form, Submit: func(_ *page.Link, c map[string]any) error {
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		if f.refuse != nil {
+			return f.refuse
+		}
+		f.got = append(f.got, c)
+		return nil
+	}})
+	require.NoError(t, err)
+	t.Cleanup(f.link.Close)
+	return f
+}
+
+type lockedWriter struct {
+	mu *sync.Mutex
+	w  io.Writer
+}
+
+func (l lockedWriter) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.w.Write(p)
+}
+
+// browser is a client with its own cookies.
+func browser(t *testing.T) *http.Client {
+	jar, err := cookiejar.New(nil)
+	require.NoError(t, err)
+	return &http.Client{Jar: jar}
+}
+
+func get(t *testing.T, c *http.Client, u string) (int, string) {
+	t.Helper()
+	res, err := c.Get(u)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(b)
+}
+
+var csrfRE = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
+
+func csrfOf(t *testing.T, body string) string {
+	t.Helper()
+	m := csrfRE.FindStringSubmatch(body)
+	require.NotNil(t, m, "the page has a CSRF token")
+	return m[1]
+}
+
+// post submits fields (and files, by field name) as the page's form does.
+func post(t *testing.T, c *http.Client, u string, fields map[string]string, files map[string][]byte) (int, string) {
+	t.Helper()
+	var b bytes.Buffer
+	mw := multipart.NewWriter(&b)
+	for k, v := range fields {
+		require.NoError(t, mw.WriteField(k, v))
+	}
+	for k, data := range files {
+		fw, err := mw.CreateFormFile("f."+k, k+".bin")
+		require.NoError(t, err)
+		_, _ = fw.Write(data)
+	}
+	require.NoError(t, mw.Close())
+	res, err := c.Post(u, mw.FormDataContentType(), &b)
+	require.NoError(t, err)
+	defer res.Body.Close()
+	body, _ := io.ReadAll(res.Body)
+	return res.StatusCode, string(body)
+}
+
+func (f *fixture) answers() []map[string]any {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.got
+}
+
+func TestTheFirstBrowserIsBound(t *testing.T) {
+	f := newFixture(t)
+	a, b := browser(t), browser(t)
+	status, body := get(t, a, f.link.URL)
+	require.Equal(t, http.StatusOK, status)
+	assert.Contains(t, body, `<label for="f-user">User name (required)</label>`)
+	assert.Contains(t, body, `<input type="password" id="f-password"`)
+	assert.Contains(t, body, `accept="application/pdf"`)
+	assert.Contains(t, body, "To reach your account.")
+	u, _ := url.Parse(f.link.URL)
+	cookies := a.Jar.Cookies(u)
+	require.Len(t, cookies, 1)
+
+	status, body = get(t, b, f.link.URL)
+	assert.Equal(t, http.StatusForbidden, status, "a second browser is refused")
+	assert.Contains(t, body, "opened in another browser first")
+	assert.NotContains(t, body, "_csrf")
+
+	status, _ = get(t, a, f.link.URL)
+	assert.Equal(t, http.StatusOK, status, "the first browser may reload")
+	status, _ = post(t, b, f.link.URL, map[string]string{"_csrf": "x", "f.user": "mallory"}, nil)
+	assert.Equal(t, http.StatusForbidden, status)
+	assert.Empty(t, f.answers())
+}
+
+func TestTheCookieIsHttpOnlyLaxAndScopedToTheLink(t *testing.T) {
+	f := newFixture(t)
+	res, err := http.Get(f.link.URL)
+	require.NoError(t, err)
+	res.Body.Close()
+	set := res.Header.Get("Set-Cookie")
+	assert.Contains(t, set, "HttpOnly")
+	assert.Contains(t, set, "SameSite=Lax")
+	u, _ := url.Parse(f.link.URL)
+	assert.Contains(t, set, "Path="+u.Path)
+	assert.Equal(t, "no-store", res.Header.Get("Cache-Control"))
+	assert.Contains(t, res.Header.Get("Content-Security-Policy"), "default-src 'none'")
+	assert.NotContains(t, f.link.URL, "Sign in", "no personal data in the URL")
+}
+
+func TestASubmitNeedsItsCSRFToken(t *testing.T) {
+	f := newFixture(t)
+	a := browser(t)
+	_, body := get(t, a, f.link.URL)
+	token := csrfOf(t, body)
+	good := map[string]string{"f.user": "ada", "f.password": "correct horse"}
+	status, body := post(t, a, f.link.URL, good, nil)
+	assert.Equal(t, http.StatusForbidden, status, "no token")
+	assert.Contains(t, body, "not sent from this page")
+	good["_csrf"] = token + "x"
+	status, _ = post(t, a, f.link.URL, good, nil)
+	assert.Equal(t, http.StatusForbidden, status, "a wrong token")
+
+	req, _ := http.NewRequest(http.MethodPost, f.link.URL, strings.NewReader("_csrf="+token))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Sec-Fetch-Site", "cross-site")
+	res, err := a.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusForbidden, res.StatusCode, "a cross-site post")
+	assert.Empty(t, f.answers())
+}
+
+func TestProblemsShowNextToTheirFieldsAndSecretsAreNeverEchoed(t *testing.T) {
+	f := newFixture(t)
+	a := browser(t)
+	_, body := get(t, a, f.link.URL)
+	token := csrfOf(t, body)
+
+	status, body := post(t, a, f.link.URL, map[string]string{"_csrf": token, "f.user": "ada lovelace", "f.password": "hunter2"},
+		map[string][]byte{"contract": []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR")})
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	assert.Contains(t, body, `<p class="error" id="f-password-error">Password: must be at least 8 characters</p>`)
+	assert.Contains(t, body, `<p class="error" id="f-contract-error">Contract: is a file of type image/png; expected application/pdf</p>`)
+	assert.Contains(t, body, `value="ada lovelace"`, "a valid value is kept")
+	assert.NotContains(t, body, "hunter2", "a secret is never echoed")
+	assert.Contains(t, body, `aria-invalid="true"`)
+	assert.Empty(t, f.answers())
+
+	// Fixed: the password is right now, the file too; the name was kept by the page.
+	status, body = post(t, a, f.link.URL, map[string]string{"_csrf": token, "f.user": "ada lovelace", "f.password": "correct horse"},
+		map[string][]byte{"contract": pdf})
+	require.Equal(t, http.StatusOK, status, body)
+	assert.Contains(t, body, "Your answer has been sent")
+	select {
+	case <-f.link.Submitted():
+	default:
+		t.Fatal("Submitted is not closed")
+	}
+	got := f.answers()
+	require.Len(t, got, 1)
+	assert.Equal(t, "ada lovelace", got[0]["user"])
+	assert.Equal(t, "correct horse", got[0]["password"])
+	assert.Equal(t, pdf, got[0]["contract"].(*validator.Upload).Bytes)
+
+	status, _ = post(t, a, f.link.URL, map[string]string{"_csrf": token, "f.user": "eve", "f.password": "correct horse"}, nil)
+	assert.Equal(t, http.StatusGone, status, "a replayed submit is refused")
+	assert.Len(t, f.answers(), 1)
+
+	logs := f.logs.String()
+	for _, typed := range []string{"hunter2", "correct horse", "ada lovelace"} {
+		assert.NotContains(t, logs, typed)
+	}
+	assert.Contains(t, logs, "page submitted")
+}
+
+func TestAValidSecretIsKeptWithoutBeingShown(t *testing.T) {
+	f := newFixture(t)
+	a := browser(t)
+	_, body := get(t, a, f.link.URL)
+	token := csrfOf(t, body)
+	status, body := post(t, a, f.link.URL, map[string]string{"_csrf": token, "f.password": "correct horse"}, map[string][]byte{"contract": pdf})
+	require.Equal(t, http.StatusUnprocessableEntity, status)
+	assert.Contains(t, body, "User name: is required")
+	assert.Contains(t, body, `id="f-password-kept"`)
+	assert.Contains(t, body, `id="f-contract-kept"`)
+	assert.NotContains(t, body, "correct horse")
+
+	status, _ = post(t, a, f.link.URL, map[string]string{"_csrf": token, "f.user": "ada"}, nil)
+	require.Equal(t, http.StatusOK, status)
+	got := f.answers()
+	require.Len(t, got, 1)
+	assert.Equal(t, "correct horse", got[0]["password"])
+	assert.Equal(t, pdf, got[0]["contract"].(*validator.Upload).Bytes)
+}
+
+func TestAFileOverTheLimitIsRefusedBeforeItIsRead(t *testing.T) {
+	f := newFixture(t, validator.Field{Name: "doc", Type: validator.File, Label: "Document", MaxBytes: 1024})
+	a := browser(t)
+	_, body := get(t, a, f.link.URL)
+	status, body := post(t, a, f.link.URL, map[string]string{"_csrf": csrfOf(t, body)}, map[string][]byte{"doc": make([]byte, 2<<20)})
+	assert.Equal(t, http.StatusRequestEntityTooLarge, status)
+	assert.Contains(t, body, "over the limit")
+	status, body = post(t, a, f.link.URL, map[string]string{"_csrf": csrfOf(t, body)}, map[string][]byte{"doc": make([]byte, 2000)})
+	assert.Equal(t, http.StatusUnprocessableEntity, status)
+	assert.Contains(t, body, "Document: is 2000 bytes; the limit is 1024")
+	assert.Empty(t, f.answers())
+}
+
+func TestALinkEndsWithItsQuestion(t *testing.T) {
+	f := newFixture(t)
+	a := browser(t)
+	_, body := get(t, a, f.link.URL)
+	token := csrfOf(t, body)
+
+	f.mu.Lock()
+	f.refuse = errors.New("ended")
+	f.mu.Unlock()
+	status, body := post(t, a, f.link.URL, map[string]string{"_csrf": token, "f.user": "ada", "f.password": "correct horse"}, nil)
+	assert.Equal(t, http.StatusGone, status)
+	assert.Contains(t, body, "ended before your answer arrived")
+
+	f.link.Close()
+	assert.Equal(t, 0, f.ps.Live())
+	status, body = get(t, a, f.link.URL)
+	assert.Equal(t, http.StatusNotFound, status)
+	assert.Contains(t, body, "not valid, or its question has ended")
+}
+
+func TestAnotherHostIsRefused(t *testing.T) {
+	f := newFixture(t)
+	req, _ := http.NewRequest(http.MethodGet, f.link.URL, nil)
+	req.Host = "attacker.example:80"
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Equal(t, http.StatusForbidden, res.StatusCode)
+	assert.NotContains(t, res.Header.Get("Set-Cookie"), "elicitd_bind", "nothing bound")
+}

@@ -1,0 +1,209 @@
+package validator
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"mime"
+	"slices"
+	"strings"
+
+	"github.com/gabriel-vasile/mimetype"
+)
+
+// DefaultMaxFileBytes is a file field's size limit when it sets none: 10 MiB.
+const DefaultMaxFileBytes = 10 << 20
+
+// Upload is a file the person gave: the answer to a file field. A file is never asked in
+// form mode (MCP forms have no file type): it comes through elicitd's page, in URL mode.
+//
+// The page fills in Name and Bytes; Validate sets Type from the bytes themselves (what the
+// browser claimed is not trusted), Size and SHA256. As JSON it is its metadata and the bytes
+// in base64: {"name", "type", "size", "sha256", "base64"}.
+type Upload struct {
+	Name   string `json:"name"`   // the file's name on the person's machine, without a path
+	Type   string `json:"type"`   // the media type sniffed from the bytes, e.g. application/pdf
+	Size   int64  `json:"size"`   // in bytes
+	SHA256 string `json:"sha256"` // of the bytes, in hex
+	Bytes  []byte `json:"base64"`
+}
+
+// String names the upload without its contents, for logs and messages.
+func (u *Upload) String() string { return fmt.Sprintf("%s (%s, %d bytes)", u.Name, u.Type, u.Size) }
+
+// NeedsPage reports whether a field can only be asked through elicitd's page (URL mode): a
+// sensitive field, which the MCP spec forbids asking in form mode, or a file.
+func (f Field) NeedsPage() bool { return f.Sensitive || f.Widget == "password" || f.Type == File }
+
+// compileFile checks a file field's own settings.
+func compileFile(cf *compiledField, bad func(string, ...any)) {
+	if cf.Type != File {
+		if len(cf.Accept) > 0 || cf.MaxBytes != 0 {
+			bad("has accept or max_bytes, but those apply only to file fields")
+		}
+		return
+	}
+	if cf.MaxBytes < 0 {
+		bad("has max_bytes %d; it must be positive", cf.MaxBytes)
+	}
+	if cf.MaxBytes == 0 {
+		cf.MaxBytes = DefaultMaxFileBytes
+	}
+	if cf.Default != nil {
+		bad("is a file field with a default; a file cannot have one")
+	}
+	for j, a := range cf.Accept {
+		t, sub, ok := strings.Cut(strings.ToLower(strings.TrimSpace(a)), "/")
+		if !ok || t == "" || sub == "" || t == "*" || strings.ContainsAny(t+sub, " ;,") {
+			bad(`accept entry %d must be a media type such as "application/pdf" or "image/*", got %q`, j+1, a)
+			continue
+		}
+		cf.Accept[j] = t + "/" + sub
+	}
+}
+
+// upload checks a file answer: its size against the limit and its sniffed type against the
+// accept list.
+func (f *compiledField) upload(raw any) (any, *FieldError, bool) {
+	var u Upload
+	switch v := raw.(type) {
+	case *Upload:
+		if v == nil {
+			return nil, nil, true
+		}
+		u = *v
+	case Upload:
+		u = v
+	default:
+		return nil, f.fail("type", "must be a file uploaded through elicitd's page"), false
+	}
+	if u.Name == "" && len(u.Bytes) == 0 {
+		return nil, nil, true
+	}
+	if int64(len(u.Bytes)) > f.MaxBytes {
+		return nil, f.fail("max_bytes", "is %s; the limit is %s", byteSize(int64(len(u.Bytes))), byteSize(f.MaxBytes)), false
+	}
+	u.Name = baseName(u.Name)
+	u.Size = int64(len(u.Bytes))
+	u.Type = sniff(u.Bytes)
+	sum := sha256.Sum256(u.Bytes)
+	u.SHA256 = hex.EncodeToString(sum[:])
+	if len(f.Accept) > 0 && !accepts(f.Accept, u.Bytes) {
+		return nil, f.fail("accept", "is a file of type %s; expected %s", u.Type, strings.Join(f.Accept, " or ")), false
+	}
+	return &u, nil, false
+}
+
+// sniff returns the media type of b, read from its bytes, without parameters.
+func sniff(b []byte) string {
+	t, _, err := mime.ParseMediaType(mimetype.Detect(b).String())
+	if err != nil {
+		return "application/octet-stream"
+	}
+	return t
+}
+
+// accepts reports whether the type sniffed from b, or a type it is a kind of (JSON is a kind
+// of text/plain), matches one of accept ("image/*" matches any image).
+func accepts(accept []string, b []byte) bool {
+	for m := mimetype.Detect(b); m != nil; m = m.Parent() {
+		for _, a := range accept {
+			if t, ok := strings.CutSuffix(a, "/*"); ok {
+				if strings.HasPrefix(m.String(), t+"/") {
+					return true
+				}
+			} else if m.Is(a) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// baseName drops any path a browser sent with a file's name.
+func baseName(name string) string {
+	if i := strings.LastIndexAny(name, `/\`); i >= 0 {
+		name = name[i+1:]
+	}
+	return name
+}
+
+// byteSize words a size for a person: "12 bytes", "3.4 MiB".
+func byteSize(n int64) string {
+	switch {
+	case n < 1<<10:
+		return fmt.Sprintf("%d bytes", n)
+	case n < 1<<20:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+}
+
+// NeedsPage reports whether a field the form asks now can only be asked through elicitd's
+// page (see Field.NeedsPage).
+func (c *Compiled) NeedsPage() bool {
+	for i := range c.fields {
+		if f := &c.fields[i]; f.stage == stageAsk && !f.kept && f.NeedsPage() {
+			return true
+		}
+	}
+	return false
+}
+
+// AskedFields returns the fields the form asks now, in order: not those answered in an
+// earlier round, nor conditional fields not yet due. Constraints are as compiled (a file's
+// MaxBytes is set, a patterned field's MaxLength is bounded). The caller must not modify
+// them.
+func (c *Compiled) AskedFields() []Field {
+	var out []Field
+	for i := range c.fields {
+		if f := &c.fields[i]; f.stage == stageAsk && !f.kept {
+			out = append(out, f.Field)
+		}
+	}
+	return out
+}
+
+// Label returns the label a field is shown with (its name when it has none).
+func (c *Compiled) Label(name string) string {
+	for i := range c.fields {
+		if c.fields[i].Name == name {
+			return c.fields[i].label
+		}
+	}
+	return name
+}
+
+// SplitForPage returns the form that asks, of the fields asked now, only those that can be
+// asked in form mode; its Next asks the rest (the page's), keeping the answers given. It
+// returns nil when there is no such split: every field needs the page, none does, or the
+// form has conditions or cross-field rules, whose fields are then all asked on the page
+// together so that the rules see every answer at once.
+func (c *Compiled) SplitForPage() *Compiled {
+	if c.rules || c.conditional || c.checks {
+		return nil
+	}
+	plain, page := 0, 0
+	for i := range c.fields {
+		if f := &c.fields[i]; f.stage == stageAsk && !f.kept {
+			if f.NeedsPage() {
+				page++
+			} else {
+				plain++
+			}
+		}
+	}
+	if plain == 0 || page == 0 {
+		return nil
+	}
+	r := *c
+	r.fields = slices.Clone(c.fields)
+	for i := range r.fields {
+		if f := &r.fields[i]; f.stage == stageAsk && !f.kept && f.NeedsPage() {
+			f.stage = stageLater
+		}
+	}
+	r.conditional = true // so that callers go on to Next
+	r.asked()
+	return &r
+}
