@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -98,6 +99,7 @@ type clientSetup struct {
 	// notifications/elicitation/complete the server sends.
 	url      bool
 	complete func(context.Context, *mcp.ElicitationCompleteNotificationRequest)
+	caps     *mcp.ClientCapabilities // declared as they are, when set
 	noMRTR   bool
 	// middleware, when set, wraps the client's handling of what the server sends.
 	middleware mcp.Middleware
@@ -119,7 +121,7 @@ func start(t *testing.T, c clientSetup) *harness {
 		ProgressNotificationHandler: c.progress,
 		MultiRoundTrip:              &mcp.MultiRoundTripOptions{Disabled: c.noMRTR},
 		ElicitationCompleteHandler:  c.complete,
-		Capabilities:                urlCaps(c.url),
+		Capabilities:                cmp.Or(c.caps, urlCaps(c.url)),
 	})
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
