@@ -67,6 +67,9 @@ func (c *client) elicit(ctx context.Context, req *mcp.ElicitRequest) (*mcp.Elici
 	}
 	c.asked++
 	p := req.Params
+	if p.Mode == "url" {
+		return c.openLink(p)
+	}
 	if p.Mode != "" && p.Mode != "form" {
 		fmt.Fprintf(c.stderr, "%s asked for a %s-mode elicitation, which elicit does not support; cancelling it\n", c.server, p.Mode)
 		return &mcp.ElicitResult{Action: "cancel"}, nil

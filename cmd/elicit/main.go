@@ -52,6 +52,9 @@ flags:
   --timeout DURATION  bound the whole call, e.g. 10m (default: no bound)
   --server-log FILE   append the server's stderr (its log) to FILE
   -v                  show the server's stderr here, marked [server] (held while a form is open)
+  --open              open the link of a URL-mode question (secrets, files: the server's own
+                      page) in the browser ($BROWSER, else the system's); without it the
+                      link is shown. elicit waits until the page has been sent.
 
 In a form: Enter or Tab moves on, Shift+Tab goes back, Esc offers to decline or cancel,
 Ctrl-C cancels.
@@ -78,6 +81,7 @@ type invocation struct {
 
 	serverLog string // append the server's stderr to this file
 	verbose   bool   // show the server's stderr
+	open      bool   // open URL-mode links in the browser
 }
 
 // parse reads elicit's command line (without the program name). Flags may come before or
@@ -99,6 +103,7 @@ func parse(argv []string) (*invocation, error) {
 	fs.DurationVar(&inv.timeout, "timeout", 0, "")
 	fs.StringVar(&inv.serverLog, "server-log", "", "")
 	fs.BoolVar(&inv.verbose, "v", false, "")
+	fs.BoolVar(&inv.open, "open", false, "")
 	var positional []string
 	rest := argv[:dash]
 	for {
@@ -244,9 +249,10 @@ type client struct {
 	openMu     sync.Mutex
 	cancelOpen context.CancelFunc // ends the question being answered, if any
 
-	mu      sync.Mutex // held while a question is being answered
-	asked   int        // questions so far
-	schemas schemas    // requested schemas as sent, for their field order
+	mu      sync.Mutex      // held while a question is being answered
+	asked   int             // questions so far
+	links   map[string]bool // URL-mode links shown so far
+	schemas schemas         // requested schemas as sent, for their field order
 }
 
 // stderrTail keeps the end of the server's stderr, to explain a server that fails. exec
@@ -290,9 +296,10 @@ func (c *client) run(ctx context.Context) int {
 	detach(cmd)
 	c.server = filepath.Base(c.inv.server[0])
 	cl := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: version}, &mcp.ClientOptions{
-		ElicitationHandler: c.elicit,
+		ElicitationHandler:         c.elicit,
+		ElicitationCompleteHandler: c.pageSent,
 		Capabilities: &mcp.ClientCapabilities{
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}},
+			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
 		},
 	})
 	cs, err := cl.Connect(ctx, recordingTransport{&mcp.CommandTransport{Command: cmd}, &c.schemas}, &mcp.ClientSessionOptions{ProtocolVersion: c.inv.protocol})

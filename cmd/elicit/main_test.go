@@ -17,6 +17,9 @@ import (
 var elicitBin, elicitdBin string
 
 func TestMain(m *testing.M) {
+	if fields := os.Getenv("ELICIT_TEST_BROWSER"); fields != "" && len(os.Args) == 2 {
+		os.Exit(testBrowser(os.Args[1], fields)) // started by elicit --open as $BROWSER
+	}
 	dir, err := os.MkdirTemp("", "elicit-e2e")
 	if err != nil {
 		panic(err)
