@@ -210,18 +210,19 @@ func TestHTTPClientsAreIsolated(t *testing.T) {
 			require.NoError(t, err)
 			b, err := connectHTTP(t, s, era.version, tokB, accept(map[string]any{"name": "B"}))
 			require.NoError(t, err)
-			done := make(chan error, 1)
+			type called struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			done := make(chan called, 1)
 			go func() {
 				res, err := a.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "m", "form": nameForm}})
-				if err == nil {
-					err = fmt.Errorf("the call returned before its question was asked: %+v", res)
-				}
-				done <- err
+				done <- called{res, err}
 			}()
 			select {
 			case <-asked:
-			case err := <-done:
-				t.Fatal(err)
+			case c := <-done:
+				t.Fatalf("the call returned before its question was asked: %+v, %v", c.res, c.err)
 			}
 			mine, _ := callTool(t, a, "list_elicitations", map[string]any{})
 			require.Len(t, mine["elicitations"], 1, "%v", mine)
@@ -247,8 +248,14 @@ func TestHTTPClientsAreIsolated(t *testing.T) {
 				assert.Len(t, mine["elicitations"], 1, "A's question is still open")
 			}
 
-			close(release)
-			<-done
+			// A cancels its own question: the call returns cancelled.
+			out, isErr = callTool(t, a, "cancel_elicitation", map[string]any{"id": id})
+			require.False(t, isErr, "%v", out)
+			close(release) // a pull-era client hears of it when it comes back
+			c := <-done
+			require.NoError(t, c.err)
+			res := structured(t, c.res)
+			assert.Equal(t, "cancelled", res["status"], "%v", res)
 		})
 	}
 }
