@@ -52,7 +52,7 @@ func TestSameArgsIgnoresKeyOrderAndSpacing(t *testing.T) {
 	assert.True(t, sameArgs(nil, json.RawMessage(`null`)))
 }
 
-func TestFormElicitationReadsPullEraCapabilitiesAsTheSDKDoes(t *testing.T) {
+func TestClientModesReadPullEraCapabilitiesAsTheSDKDoes(t *testing.T) {
 	for _, caps := range []string{
 		`{"elicitation":{}}`, `{"elicitation":{"form":{}}}`, `{"elicitation":{"url":{}}}`,
 		`{"elicitation":{"form":{},"url":{}}}`, `{"elicitation":{"form":null,"url":{}}}`, `{}`,
@@ -61,11 +61,11 @@ func TestFormElicitationReadsPullEraCapabilitiesAsTheSDKDoes(t *testing.T) {
 		var v any
 		require.NoError(t, json.Unmarshal([]byte(caps), &v))
 		req := &mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: v}}}
-		assert.Equal(t, supportsForm(req.ClientCapabilities()), formElicitation(req), caps)
+		assert.Equal(t, modesOf(req.ClientCapabilities()), clientModes(req), caps)
 	}
 	form := map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}
-	assert.True(t, formElicitation(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: form}}}))
-	assert.False(t, formElicitation(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}), "no capabilities at all")
+	assert.True(t, clientModes(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Meta: mcp.Meta{mcp.MetaKeyClientCapabilities: form}}}).form)
+	assert.Equal(t, modes{}, clientModes(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{}}), "no capabilities at all")
 }
 
 func TestOutcomeErrorCodes(t *testing.T) {

@@ -311,9 +311,10 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	if q.Form == nil && q.Wire == nil {
 		return elicitation.Outcome{}, Errorf(CodeInvalidForm, "invalid_spec", "ask: Question.Form is required")
 	}
-	way, ok := wayFor(c, q)
+	m := clientModes(c.req)
+	way, ok := wayFor(c, q, m)
 	if !ok {
-		return elicitation.Outcome{}, el.unsupported(c, q)
+		return elicitation.Outcome{}, el.unsupported(q)
 	}
 	spec := elicitation.Spec{Title: q.Title, Tool: c.req.Params.Name, Message: q.Message, Continue: q.Then,
 		Timeout: clamp(q.Timeout, time.Second, el.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, el.maxAttempts)}
@@ -326,18 +327,20 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 			return q.Reprompt(errs, n)
 		}
 	}
-	switch forms := formElicitation(c.req); {
-	case q.Wire != nil:
+	if q.Wire != nil {
 		spec.Form = q.Wire
-	default:
-		form := q.Form
-		if way.page && forms {
+	} else {
+		form, split := q.Form, (*validator.Compiled)(nil)
+		if way.page && m.form {
 			// The plain fields in form mode, then the rest on the page; else all there.
-			form = cmp.Or(form.SplitForPage(), form)
+			split = form.SplitForPage()
 		}
-		spec.Form = asked(form, forms)
-		if form.Conditional() {
-			spec.Continue = rounds(form, q.Message, q.Then, forms)
+		if split != nil {
+			form = split
+		}
+		spec.Form = asked(form, m.form)
+		if split != nil || form.Conditional() {
+			spec.Continue = rounds(form, q.Message, q.Then, m.form)
 		}
 	}
 	var stop func()
@@ -361,7 +364,7 @@ var errNotInCall = Errorf(CodeFailed, "not_in_a_call",
 // way is one way to put a question to the person: a mode (form, or form and URL mode) in
 // an era. A question goes the first way that suits it and the call's client.
 type way struct {
-	suits func(c *call, q Question) bool
+	suits func(c *call, q Question, m modes) bool
 	page  bool // some rounds go through elicitd's page (url.go)
 	// prompter returns the question's Prompter, and what to do once it has ended; ctx is
 	// the handler's.
@@ -371,25 +374,25 @@ type way struct {
 // ways are tried in order.
 var ways = []way{
 	{ // form, pull era
-		suits: func(c *call, q Question) bool { return c.pull && !needsPage(q) && formElicitation(c.req) },
+		suits: func(c *call, q Question, m modes) bool { return c.pull && m.form && !needsPage(q) },
 		prompter: func(_ context.Context, c *call, _ Question) (elicitation.Prompter, func()) {
 			c.links = nil
 			return c, func() {} // input requests on the call's results
 		}},
 	{ // form, push era
-		suits: func(c *call, q Question) bool { return !c.pull && !needsPage(q) && formElicitation(c.req) },
+		suits: func(c *call, q Question, m modes) bool { return !c.pull && m.form && !needsPage(q) },
 		prompter: func(ctx context.Context, c *call, _ Question) (elicitation.Prompter, func()) {
 			prompts, stop := pushContext(ctx)
 			return pushPrompter{ss: c.req.Session, ctx: prompts}, stop
 		}},
 	{ // form and the page, pull era
-		suits: func(c *call, q Question) bool { return c.pull && c.el.pages != nil && urlElicitation(c.req) }, page: true,
+		suits: func(c *call, q Question, m modes) bool { return c.pull && m.url && c.el.onPage(q) }, page: true,
 		prompter: func(_ context.Context, c *call, q Question) (elicitation.Prompter, func()) {
 			c.links = newLinks(c.el, q.Title)
 			return c, c.links.close
 		}},
 	{ // form and the page, push era
-		suits: func(c *call, q Question) bool { return !c.pull && c.el.pages != nil && urlElicitation(c.req) }, page: true,
+		suits: func(c *call, q Question, m modes) bool { return !c.pull && m.url && c.el.onPage(q) }, page: true,
 		prompter: func(ctx context.Context, c *call, q Question) (elicitation.Prompter, func()) {
 			prompts, stop := pushContext(ctx)
 			ls := newLinks(c.el, q.Title)
@@ -407,10 +410,10 @@ func pushContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.WithoutCancel(ctx))
 }
 
-// wayFor returns the first way that suits q and c's client.
-func wayFor(c *call, q Question) (way, bool) {
+// wayFor returns the first way that suits q and c's client, which declares m.
+func wayFor(c *call, q Question, m modes) (way, bool) {
 	for _, w := range ways {
-		if w.suits(c, q) {
+		if w.suits(c, q, m) {
 			return w, true
 		}
 	}
@@ -599,7 +602,7 @@ const stateLifetime = elicitation.DefaultMaxLifetime
 // hand returns pr as the input requests of a new round.
 func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
 	params := elicitParams
-	if _, ok := pageForm(pr.Form); ok && c.links != nil {
+	if isPage(pr) && c.links != nil {
 		l, err := c.links.link(pr)
 		if err != nil {
 			_ = pr.Elicitation.Answer(elicitation.Answer{Round: pr.Round, Action: elicitation.Failed, Err: err})
@@ -825,25 +828,28 @@ func elicitParams(pr elicitation.Prompt) *mcp.ElicitParams {
 // closes at the deadline should allow a little slack.)
 const DeadlineKey = "io.elicitd/deadline"
 
-// formElicitation reports whether the client behind req can show forms. A pull-era request
-// carries the client's capabilities in its _meta, decoded from JSON into plain maps; they are
-// read there as they are, because req.ClientCapabilities re-encodes and decodes the whole
-// capabilities object on every call (measured in BenchmarkRoundTrip: 17 µs and 32 KiB of
-// garbage a call, most of the garbage elicitd added to a bare server's). Anything else (no
+// modes are the elicitation modes a client declares.
+type modes struct{ form, url bool }
+
+// clientModes returns the elicitation modes the client behind req declares. A pull-era
+// request carries the client's capabilities in its _meta, decoded from JSON into plain maps;
+// they are read there as they are, because req.ClientCapabilities re-encodes and decodes the
+// whole capabilities object on every call (measured in BenchmarkRoundTrip: 17 µs and 32 KiB
+// of garbage a call, most of the garbage elicitd added to a bare server's). Anything else (no
 // _meta entry, a shape the maps do not settle) goes through req.ClientCapabilities.
-func formElicitation(req *mcp.CallToolRequest) bool {
+func clientModes(req *mcp.CallToolRequest) modes {
 	if caps, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
 		switch ecap := caps["elicitation"].(type) {
 		case nil:
-			return false
+			return modes{}
 		case map[string]any:
 			form, url := ecap["form"], ecap["url"]
 			if objectOrNil(form) && objectOrNil(url) {
-				return form != nil || url == nil // {} counts as form
+				return modes{form: form != nil || url == nil, url: url != nil} // {} counts as form
 			}
 		}
 	}
-	return supportsForm(req.ClientCapabilities())
+	return modesOf(req.ClientCapabilities())
 }
 
 func objectOrNil(v any) bool {
@@ -851,12 +857,12 @@ func objectOrNil(v any) bool {
 	return obj || v == nil
 }
 
-func supportsForm(caps *mcp.ClientCapabilities) bool {
+func modesOf(caps *mcp.ClientCapabilities) modes {
 	if caps == nil || caps.Elicitation == nil {
-		return false
+		return modes{}
 	}
 	e := caps.Elicitation
-	return e.Form != nil || e.URL == nil // {} counts as form
+	return modes{form: e.Form != nil || e.URL == nil, url: e.URL != nil} // {} counts as form
 }
 
 func clamp[T int | time.Duration](v, lo, hi T) T {
@@ -867,11 +873,16 @@ func clamp[T int | time.Duration](v, lo, hi T) T {
 }
 
 func formMissing(f *validator.Compiled) []Missing {
-	var out []Missing
 	if f == nil {
-		return out
+		return nil
 	}
-	for _, fd := range f.Fields() {
+	return missingOf(f.Fields())
+}
+
+// missingOf lists fields as Missing, each prompted by its label (its name when it has none).
+func missingOf(fields []validator.Field) []Missing {
+	var out []Missing
+	for _, fd := range fields {
 		prompt := fd.Label
 		if prompt == "" {
 			prompt = fd.Name

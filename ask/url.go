@@ -3,6 +3,7 @@ package ask
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -64,56 +65,34 @@ func asked(form *validator.Compiled, forms bool) elicitation.CompiledForm {
 	return keepForm{form}
 }
 
-// urlElicitation reports whether the client behind req can open a URL for the person; see
-// formElicitation.
-func urlElicitation(req *mcp.CallToolRequest) bool {
-	if caps, ok := req.Params.GetMeta()[mcp.MetaKeyClientCapabilities].(map[string]any); ok {
-		if ecap, ok := caps["elicitation"].(map[string]any); ok {
-			_, url := ecap["url"].(map[string]any)
-			return url
-		}
-		return false
-	}
-	caps := req.ClientCapabilities()
-	return caps != nil && caps.Elicitation != nil && caps.Elicitation.URL != nil
-}
-
 // needsPage reports whether q has a field only the page may ask.
 func needsPage(q Question) bool { return q.Wire == nil && q.Form != nil && q.Form.NeedsPage() }
 
-// pageFields lists, as Missing, the fields of f that need the page.
-func pageFields(f *validator.Compiled) []Missing {
-	var out []Missing
-	for _, m := range formMissing(f) {
-		for _, fd := range f.AskedFields() {
-			if fd.Name == m.FlatKey && fd.NeedsPage() {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
-}
+// onPage reports whether q can be asked on the page: there is one.
+func (el *Elicitor) onPage(q Question) bool { return el.pages != nil }
 
 // unsupported is the error for a question no way suits.
-func (el *Elicitor) unsupported(c *call, q Question) *Error {
-	var e *Error
-	switch {
-	case !needsPage(q):
-		e = Errorf(CodeUnsupported, "no_form_elicitation",
+func (el *Elicitor) unsupported(q Question) *Error {
+	if !needsPage(q) {
+		e := Errorf(CodeUnsupported, "no_form_elicitation",
 			"this client cannot show forms (it declares no form elicitation); ask the person for these in the chat instead")
 		e.Missing = q.Missing
 		if e.Missing == nil {
 			e.Missing = formMissing(q.Form)
 		}
 		return e
-	case el.pages == nil:
-		e = Errorf(CodeUnsupported, "no_page",
-			"these fields can only be asked on elicitd's page (URL mode), which this server does not serve: %s", names(pageFields(q.Form)))
-	default:
-		e = Errorf(CodeUnsupported, "no_url_elicitation",
-			"this client cannot open a link for the person (it declares no URL elicitation), and these fields can only be asked on elicitd's page: %s; secrets and files must not be asked in the chat", names(pageFields(q.Form)))
 	}
-	e.Missing = pageFields(q.Form)
+	// The fields only the page may ask.
+	missing := missingOf(slices.DeleteFunc(q.Form.AskedFields(), func(f validator.Field) bool { return !f.NeedsPage() }))
+	var e *Error
+	if el.pages == nil {
+		e = Errorf(CodeUnsupported, "no_page",
+			"these fields can only be asked on elicitd's page (URL mode), which this server does not serve: %s", names(missing))
+	} else {
+		e = Errorf(CodeUnsupported, "no_url_elicitation",
+			"this client cannot open a link for the person (it declares no URL elicitation), and these fields can only be asked on elicitd's page: %s; secrets and files must not be asked in the chat", names(missing))
+	}
+	e.Missing = missing
 	return e
 }
 
