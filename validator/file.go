@@ -203,7 +203,6 @@ func (c *Compiled) SplitForPage() *Compiled {
 			f.stage = stageLater
 		}
 	}
-	r.conditional = true // so that callers go on to Next
 	r.asked()
 	return &r
 }
