@@ -68,8 +68,9 @@ func asked(form *validator.Compiled, forms bool) elicitation.CompiledForm {
 // needsPage reports whether q has a field only the page may ask.
 func needsPage(q Question) bool { return q.Wire == nil && q.Form != nil && q.Form.NeedsPage() }
 
-// onPage reports whether q can be asked on the page: there is one.
-func (el *Elicitor) onPage(q Question) bool { return el.pages != nil }
+// onPage reports whether q can be asked on the page: there is one, and q is a form (a Wire
+// question's schema is sent as it is, in form mode).
+func (el *Elicitor) onPage(q Question) bool { return el.pages != nil && q.Wire == nil }
 
 // unsupported is the error for a question no way suits.
 func (el *Elicitor) unsupported(q Question) *Error {

@@ -262,3 +262,22 @@ func TestHTTPServesThePageBesideMCP(t *testing.T) {
 		})
 	}
 }
+
+// A question sent with its own schema (Wire) is form mode only: a client that declares URL
+// elicitation but no forms is told so, rather than sent a form it cannot show.
+func TestURLOnlyClientGetsNoFormItCannotShow(t *testing.T) {
+	urlOnly := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}}
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			h := start(t, clientSetup{version: era.version, caps: urlOnly, args: []string{"--conformance-fixtures"},
+				elicit: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					t.Errorf("asked in %s mode", req.Params.Mode)
+					return &mcp.ElicitResult{Action: "cancel"}, nil
+				}})
+			out, isErr := h.call(t, timeout(t), "test_elicitation", map[string]any{})
+			require.True(t, isErr, "%v", out)
+			assert.Equal(t, "ELICITATION_UNSUPPORTED", out["code"])
+			assert.Equal(t, "no_form_elicitation", out["reason"])
+		})
+	}
+}
