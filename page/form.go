@@ -1,6 +1,7 @@
 package page
 
 import (
+	"cmp"
 	"fmt"
 	"html/template"
 	"io"
@@ -11,12 +12,12 @@ import (
 	"github.com/elicitd/elicitd/validator"
 )
 
-// csrfField is the form's CSRF token; fields are named fieldPrefix + name, so no field can
-// take its place.
-const (
-	csrfField   = "_csrf"
-	fieldPrefix = "f."
-)
+// CSRFField is the name of the page form's CSRF token. A field is sent under FieldName of
+// its name, so no field can take the token's place.
+const CSRFField = "_csrf"
+
+// FieldName is the name a field's input has on the page.
+func FieldName(field string) string { return "f." + field }
 
 // read (l.mu held) turns the submitted form into an answer's content, as the validator
 // takes it: strings, a list for multi_select, an *Upload for a file. A secret or file left
@@ -24,8 +25,8 @@ const (
 func (l *Link) read(r *http.Request) (map[string]any, []validator.FieldError) {
 	content := map[string]any{}
 	var errs []validator.FieldError
-	for _, f := range l.q.Form.AskedFields() {
-		key := fieldPrefix + f.Name
+	for _, f := range l.fields {
+		key := FieldName(f.Name)
 		switch f.Type {
 		case validator.MultiSelect:
 			if vs := r.PostForm[key]; len(vs) > 0 {
@@ -59,15 +60,15 @@ func (l *Link) read(r *http.Request) (map[string]any, []validator.FieldError) {
 // upload reads a file field's file, refusing one over the smaller of its own limit and the
 // Server's.
 func (l *Link) upload(r *http.Request, f validator.Field) (*validator.Upload, *validator.FieldError) {
-	if r.MultipartForm == nil || len(r.MultipartForm.File[fieldPrefix+f.Name]) == 0 {
+	if r.MultipartForm == nil || len(r.MultipartForm.File[FieldName(f.Name)]) == 0 {
 		return nil, nil
 	}
-	fh := r.MultipartForm.File[fieldPrefix+f.Name][0]
+	fh := r.MultipartForm.File[FieldName(f.Name)][0]
 	if fh.Filename == "" && fh.Size == 0 {
 		return nil, nil // no file chosen
 	}
 	limit := min(f.MaxBytes, l.s.o.MaxFileBytes)
-	label := l.q.Form.Label(f.Name)
+	label := labelOf(f)
 	if fh.Size > limit {
 		return nil, &validator.FieldError{Field: f.Name, Label: label, Constraint: "max_bytes",
 			Message: fmt.Sprintf("%s: is %d bytes; the limit is %d", label, fh.Size, limit)}
@@ -83,6 +84,9 @@ func (l *Link) upload(r *http.Request, f validator.Field) (*validator.Upload, *v
 	}
 	return &validator.Upload{Name: fh.Filename, Bytes: b}, nil
 }
+
+// labelOf is the label a field is shown with, as the validator's messages name it.
+func labelOf(f validator.Field) string { return cmp.Or(f.Label, f.Name) }
 
 // view is what the form template shows.
 type view struct {
@@ -120,8 +124,8 @@ func (l *Link) view(form url.Values, errs []validator.FieldError) view {
 			byField[fe.Field] = fe.Message
 		}
 	}
-	for _, f := range l.q.Form.AskedFields() {
-		fv := fieldView{ID: "f-" + f.Name, Name: fieldPrefix + f.Name, Label: l.q.Form.Label(f.Name), Help: f.Description,
+	for _, f := range l.fields {
+		fv := fieldView{ID: "f-" + f.Name, Name: FieldName(f.Name), Label: labelOf(f), Help: f.Description,
 			Error: byField[f.Name], Required: f.Required, Options: f.Options, Placeholder: f.Placeholder, Chosen: map[string]bool{}}
 		_, fv.Kept = l.kept[f.Name]
 		switch {
@@ -159,8 +163,8 @@ func (l *Link) view(form url.Values, errs []validator.FieldError) view {
 			} else if f.Default != nil {
 				fv.Value = fmt.Sprint(f.Default)
 				fv.Chosen[fv.Value] = true
-				if l, ok := f.Default.([]string); ok {
-					for _, s := range l {
+				if list, ok := f.Default.([]string); ok {
+					for _, s := range list {
 						fv.Chosen[s] = true
 					}
 				}

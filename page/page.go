@@ -88,6 +88,7 @@ type Link struct {
 	s         *Server
 	token     string
 	q         Question
+	fields    []validator.Field // q.Form.AskedFields()
 	submitted chan struct{}
 
 	mu     sync.Mutex
@@ -107,7 +108,8 @@ func (s *Server) Open(q Question) (*Link, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &Link{s: s, token: rand.Text() + rand.Text(), ID: rand.Text(), q: q, csrf: rand.Text(), submitted: make(chan struct{})}
+	l := &Link{s: s, token: rand.Text() + rand.Text(), ID: rand.Text(), q: q, fields: q.Form.AskedFields(), csrf: rand.Text(),
+		submitted: make(chan struct{})}
 	l.URL = base.JoinPath(Path, l.token).String()
 	s.mu.Lock()
 	s.links[l.token] = l
@@ -224,11 +226,14 @@ func (l *Link) show(w http.ResponseWriter, r *http.Request, secure bool) {
 		l.s.log.Info("page opened", "id", l.ID)
 		state = "ok"
 	}
+	if state != "ok" {
+		l.mu.Unlock()
+		l.refused(w, state)
+		return
+	}
 	v := l.view(nil, nil)
 	l.mu.Unlock()
-	if !l.refused(w, state) {
-		l.render(w, http.StatusOK, v)
-	}
+	l.render(w, http.StatusOK, v)
 }
 
 // state (l.mu held) says whether r may use the page: "ok", "unbound" (nobody opened it
@@ -254,11 +259,9 @@ func (l *Link) state(r *http.Request) string {
 	return "ok"
 }
 
-// refused writes the page for a state other than "ok" and reports whether it did.
-func (l *Link) refused(w http.ResponseWriter, state string) bool {
+// refused writes the page for a state other than "ok".
+func (l *Link) refused(w http.ResponseWriter, state string) {
 	switch state {
-	case "ok":
-		return false
 	case "foreign", "unbound":
 		l.s.refuse(w, http.StatusForbidden, l.ID, "other_browser",
 			"This page was opened in another browser first. For your safety only that browser can answer it. If that was not you, decline the request in your assistant.")
@@ -267,7 +270,6 @@ func (l *Link) refused(w http.ResponseWriter, state string) bool {
 	default:
 		l.s.refuse(w, http.StatusGone, l.ID, "ended", "This question has ended. Go back to your assistant and ask again.")
 	}
-	return true
 }
 
 // submit checks the CSRF token, reads the fields, checks them, and either shows the
@@ -299,7 +301,7 @@ func (l *Link) submit(w http.ResponseWriter, r *http.Request) {
 		l.s.refuse(w, http.StatusBadRequest, l.ID, "bad_form", "The form could not be read. Reload the page and try again.")
 		return
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue(csrfField)), []byte(l.csrf)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(r.PostFormValue(CSRFField)), []byte(l.csrf)) != 1 {
 		l.mu.Unlock()
 		l.s.refuse(w, http.StatusForbidden, l.ID, "csrf", "The form was not sent from this page. Reload the page and send it from there.")
 		return
@@ -314,7 +316,7 @@ func (l *Link) submit(w http.ResponseWriter, r *http.Request) {
 		for _, fe := range errs {
 			bad[fe.Field] = true
 		}
-		for _, f := range l.q.Form.AskedFields() {
+		for _, f := range l.fields {
 			if v, ok := content[f.Name]; ok && f.NeedsPage() && !bad[f.Name] {
 				kept[f.Name] = v
 			}
@@ -341,7 +343,7 @@ func (l *Link) submit(w http.ResponseWriter, r *http.Request) {
 // bodyLimit is the most a submit may send: each file at its limit, and 1 MiB for the rest.
 func (l *Link) bodyLimit() int64 {
 	n := int64(1 << 20)
-	for _, f := range l.q.Form.AskedFields() {
+	for _, f := range l.fields {
 		if f.Type == validator.File {
 			n += min(f.MaxBytes, l.s.o.MaxFileBytes) + 4<<10
 		}

@@ -5,12 +5,9 @@ import (
 	"errors"
 	"io"
 	"log/slog"
-	"mime/multipart"
 	"net/http"
-	"net/http/cookiejar"
 	"net/http/httptest"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -20,6 +17,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/elicitd/elicitd/page"
+	"github.com/elicitd/elicitd/page/pagetest"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -82,50 +80,33 @@ func (l lockedWriter) Write(p []byte) (int, error) {
 	return l.w.Write(p)
 }
 
-// browser is a client with its own cookies.
-func browser(t *testing.T) *http.Client {
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	return &http.Client{Jar: jar}
-}
+// browser is a person's browser: its own cookies.
+func browser(t *testing.T) *pagetest.Browser { return pagetest.New() }
 
-func get(t *testing.T, c *http.Client, u string) (int, string) {
+func get(t *testing.T, b *pagetest.Browser, u string) (int, string) {
 	t.Helper()
-	res, err := c.Get(u)
+	status, body, err := b.Open(u)
 	require.NoError(t, err)
-	defer res.Body.Close()
-	b, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(b)
+	return status, body
 }
-
-var csrfRE = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
 
 func csrfOf(t *testing.T, body string) string {
 	t.Helper()
-	m := csrfRE.FindStringSubmatch(body)
-	require.NotNil(t, m, "the page has a CSRF token")
-	return m[1]
+	token := pagetest.CSRF(body)
+	require.NotEmpty(t, token, "the page has a CSRF token")
+	return token
 }
 
-// post submits fields (and files, by field name) as the page's form does.
-func post(t *testing.T, c *http.Client, u string, fields map[string]string, files map[string][]byte) (int, string) {
+// post submits inputs as named, and files by field name, as the page's form does.
+func post(t *testing.T, b *pagetest.Browser, u string, inputs map[string]string, files map[string][]byte) (int, string) {
 	t.Helper()
-	var b bytes.Buffer
-	mw := multipart.NewWriter(&b)
-	for k, v := range fields {
-		require.NoError(t, mw.WriteField(k, v))
+	named := map[string][]byte{}
+	for k, v := range files {
+		named[page.FieldName(k)] = v
 	}
-	for k, data := range files {
-		fw, err := mw.CreateFormFile("f."+k, k+".bin")
-		require.NoError(t, err)
-		_, _ = fw.Write(data)
-	}
-	require.NoError(t, mw.Close())
-	res, err := c.Post(u, mw.FormDataContentType(), &b)
+	status, body, err := b.Post(u, inputs, named)
 	require.NoError(t, err)
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(body)
+	return status, body
 }
 
 func (f *fixture) answers() []map[string]any {
@@ -144,7 +125,7 @@ func TestTheFirstBrowserIsBound(t *testing.T) {
 	assert.Contains(t, body, `accept="application/pdf"`)
 	assert.Contains(t, body, "To reach your account.")
 	u, _ := url.Parse(f.link.URL)
-	cookies := a.Jar.Cookies(u)
+	cookies := a.Client.Jar.Cookies(u)
 	require.Len(t, cookies, 1)
 
 	status, body = get(t, b, f.link.URL)
@@ -190,7 +171,7 @@ func TestASubmitNeedsItsCSRFToken(t *testing.T) {
 	req, _ := http.NewRequest(http.MethodPost, f.link.URL, strings.NewReader("_csrf="+token))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("Sec-Fetch-Site", "cross-site")
-	res, err := a.Do(req)
+	res, err := a.Client.Do(req)
 	require.NoError(t, err)
 	res.Body.Close()
 	assert.Equal(t, http.StatusForbidden, res.StatusCode, "a cross-site post")

@@ -83,30 +83,31 @@ func (f *compiledField) upload(raw any) (any, *FieldError, bool) {
 	if int64(len(u.Bytes)) > f.MaxBytes {
 		return nil, f.fail("max_bytes", "is %s; the limit is %s", byteSize(int64(len(u.Bytes))), byteSize(f.MaxBytes)), false
 	}
+	m := mimetype.Detect(u.Bytes)
 	u.Name = baseName(u.Name)
 	u.Size = int64(len(u.Bytes))
-	u.Type = sniff(u.Bytes)
+	u.Type = mediaType(m)
 	sum := sha256.Sum256(u.Bytes)
 	u.SHA256 = hex.EncodeToString(sum[:])
-	if len(f.Accept) > 0 && !accepts(f.Accept, u.Bytes) {
+	if len(f.Accept) > 0 && !accepts(f.Accept, m) {
 		return nil, f.fail("accept", "is a file of type %s; expected %s", u.Type, strings.Join(f.Accept, " or ")), false
 	}
 	return &u, nil, false
 }
 
-// sniff returns the media type of b, read from its bytes, without parameters.
-func sniff(b []byte) string {
-	t, _, err := mime.ParseMediaType(mimetype.Detect(b).String())
+// mediaType is a detected type without its parameters (text/plain, not text/plain; charset=utf-8).
+func mediaType(m *mimetype.MIME) string {
+	t, _, err := mime.ParseMediaType(m.String())
 	if err != nil {
 		return "application/octet-stream"
 	}
 	return t
 }
 
-// accepts reports whether the type sniffed from b, or a type it is a kind of (JSON is a kind
-// of text/plain), matches one of accept ("image/*" matches any image).
-func accepts(accept []string, b []byte) bool {
-	for m := mimetype.Detect(b); m != nil; m = m.Parent() {
+// accepts reports whether m, or a type it is a kind of (JSON is a kind of text/plain),
+// matches one of accept ("image/*" matches any image).
+func accepts(accept []string, m *mimetype.MIME) bool {
+	for ; m != nil; m = m.Parent() {
 		for _, a := range accept {
 			if t, ok := strings.CutSuffix(a, "/*"); ok {
 				if strings.HasPrefix(m.String(), t+"/") {
@@ -162,16 +163,6 @@ func (c *Compiled) AskedFields() []Field {
 		}
 	}
 	return out
-}
-
-// Label returns the label a field is shown with (its name when it has none).
-func (c *Compiled) Label(name string) string {
-	for i := range c.fields {
-		if c.fields[i].Name == name {
-			return c.fields[i].label
-		}
-	}
-	return name
 }
 
 // SplitForPage returns the form that asks, of the fields asked now, only those that can be

@@ -1,54 +1,39 @@
 package main
 
 import (
-	"bytes"
 	"fmt"
-	"io"
-	"mime/multipart"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
 	"os"
-	"regexp"
 	"strings"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/page/pagetest"
 )
 
 // testBrowser is the person's browser when the test binary is $BROWSER: it opens the link
 // and sends the page with fields (name=value&...). It returns the exit status.
 func testBrowser(link, fields string) int {
-	jar, _ := cookiejar.New(nil)
-	c := &http.Client{Jar: jar}
-	res, err := c.Get(link)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
+	b := pagetest.New()
+	_, page, err := b.Open(link)
+	if err != nil || pagetest.CSRF(page) == "" {
+		fmt.Fprintln(os.Stderr, "no form on the page:", err)
 		return 1
 	}
-	page, _ := io.ReadAll(res.Body)
-	res.Body.Close()
-	m := regexp.MustCompile(`name="_csrf" value="([^"]+)"`).FindSubmatch(page)
-	if m == nil {
-		fmt.Fprintf(os.Stderr, "no form on the page (%d)\n", res.StatusCode)
-		return 1
-	}
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	_ = mw.WriteField("_csrf", string(m[1]))
 	values, _ := url.ParseQuery(fields)
+	answers := map[string]string{}
 	for k, v := range values {
-		_ = mw.WriteField("f."+k, v[0])
+		answers[k] = v[0]
 	}
-	_ = mw.Close()
-	res, err = c.Post(link, mw.FormDataContentType(), &body)
-	if err != nil || res.StatusCode != http.StatusOK {
-		fmt.Fprintln(os.Stderr, "sending the page:", err, res.Status)
+	status, _, err := b.Send(link, page, answers, nil)
+	if err != nil || status != http.StatusOK {
+		fmt.Fprintln(os.Stderr, "sending the page:", status, err)
 		return 1
 	}
-	res.Body.Close()
 	return 0
 }
 

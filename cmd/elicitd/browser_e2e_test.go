@@ -142,7 +142,7 @@ func TestThePageInARealBrowser(t *testing.T) {
 					assert.Contains(t, notice, "Your answer has been sent")
 					replays <- func() int {
 						b := newBrowser(t)
-						jar := b.c.Jar
+						jar := b.Client.Jar
 						for _, c := range cookies {
 							jar.SetCookies(mustURL(t, link), []*http.Cookie{{Name: c.Name, Value: c.Value, Path: c.Path}})
 						}

@@ -1,15 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"mime/multipart"
 	"net/http"
-	"net/http/cookiejar"
 	"net/url"
-	"regexp"
 	"strings"
 	"sync"
 	"testing"
@@ -18,6 +13,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/page/pagetest"
 )
 
 // urlCaps declares forms and, when url is set, URL elicitation; nil (forms only, inferred
@@ -39,49 +36,31 @@ var secretForm = map[string]any{"title": "Sign the contract", "fields": []any{
 
 var contractPDF = []byte("%PDF-1.7\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n")
 
-// browser is a person's browser: its own cookies.
+// browser is a person's browser (pagetest's), failing the test when the page cannot be
+// reached.
 type browser struct {
 	t *testing.T
-	c *http.Client
+	*pagetest.Browser
 }
 
 func newBrowser(t *testing.T) *browser {
-	jar, err := cookiejar.New(nil)
-	require.NoError(t, err)
-	return &browser{t: t, c: &http.Client{Jar: jar, Timeout: failsafe}}
+	b := &browser{t, pagetest.New()}
+	b.Client.Timeout = failsafe
+	return b
 }
 
 func (b *browser) open(u string) (int, string) {
-	res, err := b.c.Get(u)
+	status, page, err := b.Open(u)
 	require.NoError(b.t, err)
-	defer res.Body.Close()
-	body, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(body)
+	return status, page
 }
-
-var csrfInput = regexp.MustCompile(`name="_csrf" value="([^"]+)"`)
 
 // send fills in the form of page (as last shown) with fields and files, by field name, and
 // sends it.
 func (b *browser) send(u, page string, fields map[string]string, files map[string][]byte) (int, string) {
-	var body bytes.Buffer
-	mw := multipart.NewWriter(&body)
-	if m := csrfInput.FindStringSubmatch(page); m != nil {
-		_ = mw.WriteField("_csrf", m[1])
-	}
-	for k, v := range fields {
-		_ = mw.WriteField("f."+k, v)
-	}
-	for k, data := range files {
-		fw, _ := mw.CreateFormFile("f."+k, k+".pdf")
-		_, _ = fw.Write(data)
-	}
-	_ = mw.Close()
-	res, err := b.c.Post(u, mw.FormDataContentType(), &body)
+	status, out, err := b.Send(u, page, fields, files)
 	require.NoError(b.t, err)
-	defer res.Body.Close()
-	out, _ := io.ReadAll(res.Body)
-	return res.StatusCode, string(out)
+	return status, out
 }
 
 // pagePerson answers forms with form and, on a link, opens it in a browser of their own,
