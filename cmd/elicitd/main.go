@@ -100,7 +100,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	}
 	pages := newPageOnDemand(cfg.page, logger)
 	defer pages.close()
-	opts.Pages = pages.Pages
+	opts.Pages = pages.pages
 	srv := newServer(opts, version)
 
 	sigs := make(chan os.Signal, 1)

@@ -60,12 +60,12 @@ type pageOnDemand struct {
 	hs    *http.Server
 	base  string
 	err   error
-	Pages *page.Server
+	pages *page.Server
 }
 
 func newPageOnDemand(pc pageConfig, log *slog.Logger) *pageOnDemand {
 	p := &pageOnDemand{pc: pc, log: log}
-	p.Pages = page.New(page.Options{Base: p.start, MaxFileBytes: pc.maxBytes, Logger: log})
+	p.pages = page.New(page.Options{Base: p.start, MaxFileBytes: pc.maxBytes, Logger: log})
 	return p
 }
 
@@ -78,7 +78,7 @@ func (p *pageOnDemand) start() (string, error) {
 			p.log.Error("page not served", "error", p.err.Error())
 			return
 		}
-		p.hs = &http.Server{Handler: p.Pages, ReadHeaderTimeout: 10 * time.Second,
+		p.hs = &http.Server{Handler: p.pages, ReadHeaderTimeout: 10 * time.Second,
 			ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelWarn)}
 		p.base = p.pc.base(ln.Addr())
 		go func() { _ = p.hs.Serve(ln) }()
