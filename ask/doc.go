@@ -35,6 +35,10 @@
 // end (client gone) when the session does; Options.Owner names owners otherwise (an
 // authenticated caller, say). Only the owner may resume, list, extend or cancel them.
 //
+// Over Streamable HTTP, wrap go-sdk's handler with Elicitor.WatchStreams: a push-era call
+// whose response stream drops while its session stays open then ends its questions (client
+// gone) at once, rather than at their deadline.
+//
 // # Eras
 //
 // A client up to protocol 2025-11-25 gets each prompt as a server-initiated

@@ -81,6 +81,9 @@ type Elicitor struct {
 	calls  callStore // pull era: the calls a client may come back to, and how recent ones ended
 	busy   inflight  // tool calls being handled and pull-era handlers still running
 
+	streams   sync.Map      // stream id -> *stream: the POSTs WatchStreams is serving
+	streamSeq atomic.Uint64 // names the streams
+
 	mu      sync.Mutex
 	answers []time.Duration // recent times to a completed answer, a ring
 	next    int
@@ -518,6 +521,8 @@ func (el *Elicitor) Handler(h mcp.ToolHandler) mcp.ToolHandler {
 func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func(context.Context) result) result {
 	if req.ProtocolVersion() < PullEra {
 		c := &call{el: el, req: req, owner: el.Owner(req)}
+		ctx, done := el.watch(ctx, req)
+		defer done()
 		return start(context.WithValue(ctx, callKey{}, c))
 	}
 	if req.Params.RequestState != "" {

@@ -64,7 +64,8 @@ func loopbackHost(host string) bool {
 // checks against DNS rebinding, then the bearer token when one is set.
 func (s *server) httpHandler(hc httpConfig, log *slog.Logger) http.Handler {
 	get := func(*http.Request) *mcp.Server { return s.mcp }
-	stateful := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log})
+	// No EventStore: a push-era call whose stream drops cannot be resumed, so its questions end.
+	stateful := s.el.WatchStreams(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log}))
 	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, Stateless: true})
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {

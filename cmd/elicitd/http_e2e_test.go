@@ -343,6 +343,46 @@ func TestHTTPClosedSessionEndsItsQuestions(t *testing.T) {
 	close(release)
 }
 
+// A push-era call whose response stream drops (the connection under the POST closes) while
+// its session stays open ends its question client_gone at once, not at its deadline; the
+// session goes on serving.
+func TestHTTPDroppedStreamEndsItsQuestion(t *testing.T) {
+	s := startHTTP(t)
+	cs, err := connectHTTP(t, s, "2025-11-25", "", func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}, nil
+	})
+	require.NoError(t, err)
+
+	// The same session's tools/call, by hand, so that its stream can be cut once the
+	// question is out on it.
+	body := `{"jsonrpc":"2.0","id":"cut-1","method":"tools/call","params":{"name":"ask_user",` +
+		`"arguments":{"message":"Who?","form":{"fields":[{"name":"name","type":"text","required":true}]}}}}`
+	ctx, cut := context.WithCancel(timeout(t))
+	defer cut()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, strings.NewReader(body))
+	require.NoError(t, err)
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	req.Header.Set("Mcp-Session-Id", cs.ID())
+	req.Header.Set("Mcp-Protocol-Version", "2025-11-25")
+	req.Header.Set("Elicitd-Stream", "forged") // a client cannot name a stream
+	res, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.Equal(t, http.StatusOK, res.StatusCode)
+	sc := bufio.NewScanner(res.Body)
+	for sc.Scan() && !strings.Contains(sc.Text(), `"elicitation/create"`) {
+	}
+	require.Contains(t, sc.Text(), `"elicitation/create"`, "the question went out on the call's stream")
+	cut()
+	_ = res.Body.Close()
+
+	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), "reason=client_gone") },
+		failsafe, 10*time.Millisecond, "the question ends when its stream drops, long before its deadline:\n%s", s.stderr.String())
+	out, isErr := callTool(t, cs, "ask_user", map[string]any{"message": "Who?", "form": nameForm})
+	require.False(t, isErr, "%v", out)
+	assert.Equal(t, map[string]any{"name": "Ada"}, out["data"], "the session still serves")
+}
+
 // BenchmarkThousandHTTPSessions opens 1,000 Streamable HTTP sessions (2025-11-25, push) to
 // one elicitd at once, each calling ask_user with one question whose answer is the
 // session's own. No one answers until all 1,000 questions are open at once; then every

@@ -1,0 +1,87 @@
+package ask
+
+import (
+	"context"
+	"net/http"
+	"strconv"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/elicitation"
+)
+
+// streamHeader names, on a POST that WatchStreams let through, the response stream it opens.
+// WatchStreams sets it and removes any value a client sent: only the server names streams.
+const streamHeader = "Elicitd-Stream"
+
+// WatchStreams wraps a go-sdk Streamable HTTP handler that serves el's server, so that a
+// push-era tool call (2025-11-25 and earlier) whose response stream ends before its result
+// was written, because the client dropped the connection under its POST while its session
+// stays open, ends its open questions as client_gone at once, instead of leaving the person
+// to answer a form whose answer nobody can receive. The SDK does not cancel such a call
+// (without an event store the result cannot be delivered later either), and a closed session
+// is the SDK's to end. Serve the handler without an EventStore: a stream a client could resume
+// has not ended.
+//
+// Pull-era (2026-07-28) calls are not affected: their POST returns with the question's input
+// requests, and a call a client does not come back to ends as abandoned (Options.PullIdle).
+func (el *Elicitor) WatchStreams(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Header.Del(streamHeader)
+		if r.Method != http.MethodPost {
+			next.ServeHTTP(w, r)
+			return
+		}
+		id := strconv.FormatUint(el.streamSeq.Add(1), 36)
+		st := &stream{}
+		el.streams.Store(id, st)
+		r.Header.Set(streamHeader, id)
+		defer func() {
+			el.streams.Delete(id)
+			st.end()
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+// stream is one POST's response stream, and the calls that would answer on it.
+type stream struct {
+	mu    sync.Mutex
+	ended bool
+	calls []context.CancelCauseFunc
+}
+
+// watch returns the context of req's push-era handler: ctx, ended with cause client_gone if
+// req came on a stream WatchStreams watches and that stream ends first. done releases it.
+func (el *Elicitor) watch(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, done func()) {
+	if req.Extra == nil || req.Extra.Header == nil {
+		return ctx, func() {}
+	}
+	v, ok := el.streams.Load(req.Extra.Header.Get(streamHeader))
+	if !ok {
+		return ctx, func() {}
+	}
+	st := v.(*stream)
+	ctx, cancel := context.WithCancelCause(ctx)
+	st.mu.Lock()
+	if st.ended {
+		cancel(endReason{elicitation.ClientGone})
+	} else {
+		st.calls = append(st.calls, cancel)
+	}
+	st.mu.Unlock()
+	return ctx, func() { cancel(nil) }
+}
+
+// end ends the calls of a stream that has ended. A call that has returned already, because its
+// result was delivered, is not affected.
+func (st *stream) end() {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	st.ended = true
+	for _, cancel := range st.calls {
+		cancel(endReason{elicitation.ClientGone})
+	}
+	st.calls = nil
+}
