@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -750,6 +751,11 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result
 	}
 	c, how := el.calls.find(st.ID)
 	if c == nil {
+		if how == "" && !strings.HasPrefix(st.ID, el.idPrefix) {
+			// Signed with this key, started by another Elicitor: its handler, and the
+			// answers it had, lived in that process.
+			how = "the server that asked it has restarted since, or is another instance"
+		}
 		if how != "" {
 			how = " (" + how + ")"
 		}

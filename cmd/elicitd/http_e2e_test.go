@@ -383,6 +383,67 @@ func TestHTTPDroppedStreamEndsItsQuestion(t *testing.T) {
 	assert.Equal(t, map[string]any{"name": "Ada"}, out["data"], "the session still serves")
 }
 
+// A 2026-07-28 retry may land on another process. After a restart with the same
+// ELICITD_STATE_KEY the state is still recognised as elicitd's, but the question it names
+// lived in the old process: the retry is told so, with a typed error, at once, and calling
+// the tool again without the state asks afresh. With another key the state is forged.
+func TestHTTPPullRetryAfterARestart(t *testing.T) {
+	key := "ELICITD_STATE_KEY=" + strings.Repeat("r", 32)
+	pull := func(s *httpServer) *mcp.ClientSession {
+		// It declares form elicitation; the test answers the input requests itself.
+		client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{
+			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return nil, errors.New("answered by the test")
+			}})
+		cs, err := client.Connect(timeout(t), &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true}, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close() })
+		return cs
+	}
+	args := map[string]any{"message": "Who?", "form": nameForm}
+	ada := mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}
+
+	before := startHTTP(t, key)
+	first, err := pull(before).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args})
+	require.NoError(t, err)
+	require.True(t, first.NeedsInput())
+	require.Contains(t, first.InputRequests, "elicit-1")
+	require.NoError(t, before.stop(t))
+
+	retry := func(s *httpServer) map[string]any {
+		res, err := pull(s).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args,
+			RequestState: first.RequestState, InputResponses: ada})
+		require.NoError(t, err)
+		require.False(t, res.NeedsInput(), "the question is not asked from a state alone")
+		require.True(t, res.IsError)
+		return structured(t, res)
+	}
+	after := startHTTP(t, key)
+	out := retry(after)
+	assert.Equal(t, "INVALID_REQUEST_STATE", out["code"], "%v", out)
+	assert.Equal(t, "finished", out["reason"])
+	assert.Contains(t, out["message"], "restarted", "the message says why the question is gone")
+	assert.Contains(t, out["message"], "without requestState", "and what to do")
+
+	cs := pull(after)
+	again, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args})
+	require.NoError(t, err)
+	require.True(t, again.NeedsInput(), "called again, the tool asks afresh")
+	done, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args,
+		RequestState: again.RequestState, InputResponses: ada})
+	require.NoError(t, err)
+	out = structured(t, done)
+	assert.Equal(t, "completed", out["status"], "%v", out)
+	assert.Equal(t, map[string]any{"name": "Ada"}, out["data"])
+
+	other := startHTTP(t, "ELICITD_STATE_KEY="+strings.Repeat("o", 32))
+	out = retry(other)
+	assert.Equal(t, "INVALID_REQUEST_STATE", out["code"])
+	assert.Equal(t, "forged", out["reason"], "another key does not recognise the state")
+	assert.NotContains(t, after.stderr.String()+other.stderr.String(), "Ada", "answers are never logged")
+}
+
 // BenchmarkThousandHTTPSessions opens 1,000 Streamable HTTP sessions (2025-11-25, push) to
 // one elicitd at once, each calling ask_user with one question whose answer is the
 // session's own. No one answers until all 1,000 questions are open at once; then every
