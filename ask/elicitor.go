@@ -520,10 +520,10 @@ func (el *Elicitor) Handler(h mcp.ToolHandler) mcp.ToolHandler {
 // run handles one tools/call: push era, the handler inline; pull era, a retry resumes its
 // call and a first call starts the handler on its own goroutine.
 func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func(context.Context) result) result {
+	ctx, done := el.watch(ctx, req)
+	defer done()
 	if req.ProtocolVersion() < PullEra {
 		c := &call{el: el, req: req, owner: el.Owner(req)}
-		ctx, done := el.watch(ctx, req)
-		defer done()
 		return start(context.WithValue(ctx, callKey{}, c))
 	}
 	if req.Params.RequestState != "" {

@@ -15,17 +15,18 @@ import (
 // WatchStreams sets it and removes any value a client sent: only the server names streams.
 const streamHeader = "Elicitd-Stream"
 
-// WatchStreams wraps a go-sdk Streamable HTTP handler that serves el's server, so that a
-// push-era tool call (2025-11-25 and earlier) whose response stream ends before its result
-// was written, because the client dropped the connection under its POST while its session
-// stays open, ends its open questions as client_gone at once, instead of leaving the person
-// to answer a form whose answer nobody can receive. The SDK does not cancel such a call
-// (without an event store the result cannot be delivered later either), and a closed session
-// is the SDK's to end. Serve the handler without an EventStore: a stream a client could resume
-// has not ended.
+// WatchStreams wraps a go-sdk Streamable HTTP handler that serves el's server, so that a tool
+// call whose response stream ends before its result was written, because the client dropped
+// the connection under its POST, ends its open questions as client_gone at once, instead of
+// leaving the person to answer a form whose answer nobody can receive:
 //
-// Pull-era (2026-07-28) calls are not affected: their POST returns with the question's input
-// requests, and a call a client does not come back to ends as abandoned (Options.PullIdle).
+//   - a push-era call (2025-11-25 and earlier), whose session may stay open: the SDK does not
+//     cancel such a call, and without an EventStore its result cannot be delivered later;
+//   - a 2026-07-28 request that waits: a first call whose handler has not asked yet, or a
+//     retry waiting for elicitd's page to be sent (a call a client simply does not come back
+//     to ends as abandoned, Options.PullIdle).
+//
+// Serve the handler without an EventStore: a stream a client could resume has not ended.
 func (el *Elicitor) WatchStreams(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(streamHeader)
@@ -37,9 +38,17 @@ func (el *Elicitor) WatchStreams(next http.Handler) http.Handler {
 		st := &stream{}
 		el.streams.Store(id, st)
 		r.Header.Set(streamHeader, id)
-		defer func() {
+		// The request's context ends when the client drops the connection, which may be
+		// before next returns: a stateless request's session waits for its handler to return.
+		end := func() {
 			el.streams.Delete(id)
 			st.end()
+		}
+		stop := context.AfterFunc(r.Context(), end)
+		defer func() {
+			if stop() {
+				end()
+			}
 		}()
 		next.ServeHTTP(w, r)
 	})
@@ -52,7 +61,7 @@ type stream struct {
 	calls []context.CancelCauseFunc
 }
 
-// watch returns the context of req's push-era handler: ctx, ended with cause client_gone if
+// watch returns the context req is served under: ctx, ended with cause client_gone if
 // req came on a stream WatchStreams watches and that stream ends first. done releases it.
 func (el *Elicitor) watch(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, done func()) {
 	if req.Extra == nil || req.Extra.Header == nil {

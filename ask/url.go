@@ -211,6 +211,7 @@ func (c *call) awaitPage(ctx context.Context, pr elicitation.Prompt) result {
 	}
 	t := c.el.clk.Timer(c.el.pageWait)
 	defer t.Stop()
+	c.el.log.Debug("a retry waits for the page to be sent", "id", pr.Elicitation.ID(), "round", pr.Round)
 	select {
 	case <-l.Submitted():
 	case <-pr.Elicitation.Done():

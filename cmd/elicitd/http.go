@@ -64,9 +64,10 @@ func loopbackHost(host string) bool {
 // checks against DNS rebinding, then the bearer token when one is set.
 func (s *server) httpHandler(hc httpConfig, log *slog.Logger) http.Handler {
 	get := func(*http.Request) *mcp.Server { return s.mcp }
-	// No EventStore: a push-era call whose stream drops cannot be resumed, so its questions end.
+	// A call whose response stream drops ends its questions client_gone: no one can receive
+	// their answers (there is no EventStore, so a push-era stream cannot be resumed either).
 	stateful := s.el.WatchStreams(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log}))
-	stateless := mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, Stateless: true})
+	stateless := s.el.WatchStreams(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, Stateless: true}))
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
 			// The client ends its session: its questions end now, so the calls waiting on

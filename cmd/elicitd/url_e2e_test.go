@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -259,4 +262,86 @@ func TestURLOnlyClientGetsNoFormItCannotShow(t *testing.T) {
 			assert.Equal(t, "no_form_elicitation", out["reason"])
 		})
 	}
+}
+
+// recorder keeps the last request a client sent, so that a test can send it again by hand.
+type recorder struct {
+	mu     sync.Mutex
+	header http.Header
+	body   []byte
+}
+
+func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
+	if req.Body != nil {
+		b, err := io.ReadAll(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		req.Body = io.NopCloser(bytes.NewReader(b))
+		r.mu.Lock()
+		r.header, r.body = req.Header.Clone(), b
+		r.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(req)
+}
+
+// A 2026-07-28 retry that accepted the link waits for the page to be sent. If its connection
+// drops meanwhile, no one can receive the answer: the question ends client_gone at once (not
+// when the wait is over), and its link closes, so the person is not asked in vain.
+func TestPullRetryWhoseConnectionDropsEndsTheQuestion(t *testing.T) {
+	s := startHTTP(t, "ELICITD_LOG_LEVEL=debug")
+	rec := &recorder{}
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, Capabilities: urlCaps(true),
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("answered by the test")
+		}})
+	cs, err := client.Connect(timeout(t), &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: rec}}, nil)
+	require.NoError(t, err)
+	defer cs.Close()
+	form := map[string]any{"fields": []any{map[string]any{"name": "password", "type": "text", "sensitive": true, "required": true}}}
+	first, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "Sign in.", "form": form}})
+	require.NoError(t, err)
+	require.True(t, first.NeedsInput())
+	link := first.InputRequests["elicit-1"].(*mcp.ElicitParams).URL
+	require.NotEmpty(t, link)
+	b := newBrowser(t)
+	status, _ := b.open(link)
+	require.Equal(t, http.StatusOK, status, "the person has the page open")
+
+	// The retry that says the link was opened, as the client sent the first call, by hand.
+	rec.mu.Lock()
+	header, body := rec.header, rec.body
+	rec.mu.Unlock()
+	var msg map[string]any
+	require.NoError(t, json.Unmarshal(body, &msg))
+	params := msg["params"].(map[string]any)
+	params["requestState"] = first.RequestState
+	params["inputResponses"] = map[string]any{"elicit-1": map[string]any{"action": "accept"}}
+	msg["id"] = "retry-1"
+	body, err = json.Marshal(msg)
+	require.NoError(t, err)
+	ctx, cut := context.WithCancel(timeout(t))
+	defer cut()
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, s.url, bytes.NewReader(body))
+	require.NoError(t, err)
+	req.Header = header
+	sent := make(chan error, 1)
+	go func() {
+		res, err := http.DefaultClient.Do(req)
+		if err == nil {
+			_ = res.Body.Close()
+		}
+		sent <- err
+	}()
+	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), "a retry waits for the page to be sent") },
+		failsafe, 10*time.Millisecond, "the retry waits for the page:\n%s", s.stderr.String())
+	cut()
+	require.Error(t, <-sent, "the retry's connection dropped before its answer")
+	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), "reason=client_gone") },
+		failsafe, 10*time.Millisecond, "the question ends when its retry's connection drops:\n%s", s.stderr.String())
+	status, page := b.open(link)
+	assert.Equal(t, http.StatusNotFound, status, "the link closed with its question")
+	assert.Contains(t, page, "its question has ended")
 }
