@@ -1,8 +1,10 @@
 package ask
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -181,4 +183,35 @@ func TestResultDoesNotChangeTheError(t *testing.T) {
 	go func() { defer close(done); _ = errNotInCall.Result() }()
 	_ = errNotInCall.Result()
 	<-done
+}
+
+// A call that starts after its stream has ended (the client dropped the POST before the SDK
+// dispatched the call) starts with its context ended as client_gone; a call whose stream is
+// live is watched; without WatchStreams, or outside HTTP, nothing is watched.
+func TestWatchSeesStreamsThatEndedBeforeTheirCall(t *testing.T) {
+	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{})
+	defer func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) }()
+	on := func(id string) *mcp.CallToolRequest {
+		return &mcp.CallToolRequest{Extra: &mcp.RequestExtra{Header: http.Header{"Elicitd-Stream": {id}}}}
+	}
+	ctx, done := el.watch(context.Background(), on("1"))
+	done()
+	assert.NoError(t, context.Cause(ctx), "without WatchStreams a client's header names nothing")
+
+	_ = el.WatchStreams(http.NotFoundHandler())
+	ctx, done = el.watch(context.Background(), on("gone"))
+	defer done()
+	assert.Equal(t, elicitation.ClientGone, reasonOf(ctx))
+
+	st := &stream{}
+	el.streams.Store("live", st)
+	ctx, done = el.watch(context.Background(), on("live"))
+	defer done()
+	assert.NoError(t, ctx.Err(), "a live stream's call goes on")
+	st.end()
+	assert.Equal(t, elicitation.ClientGone, reasonOf(ctx), "until the stream ends")
+
+	ctx, done = el.watch(context.Background(), &mcp.CallToolRequest{})
+	defer done()
+	assert.NoError(t, ctx.Err(), "stdio: no header, nothing to watch")
 }

@@ -84,6 +84,7 @@ type Elicitor struct {
 
 	streams   sync.Map      // stream id -> *stream: the POSTs WatchStreams is serving
 	streamSeq atomic.Uint64 // names the streams
+	watching  atomic.Bool   // WatchStreams names streams: a POST's call without its stream came after it ended
 
 	mu      sync.Mutex
 	answers []time.Duration // recent times to a completed answer, a ring

@@ -28,6 +28,7 @@ const streamHeader = "Elicitd-Stream"
 //
 // Serve the handler without an EventStore: a stream a client could resume has not ended.
 func (el *Elicitor) WatchStreams(next http.Handler) http.Handler {
+	el.watching.Store(true)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Header.Del(streamHeader)
 		if r.Method != http.MethodPost {
@@ -64,15 +65,23 @@ type stream struct {
 // watch returns the context req is served under: ctx, ended with cause client_gone if
 // req came on a stream WatchStreams watches and that stream ends first. done releases it.
 func (el *Elicitor) watch(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, done func()) {
-	if req.Extra == nil || req.Extra.Header == nil {
+	if req.Extra == nil || req.Extra.Header == nil || !el.watching.Load() {
 		return ctx, func() {}
 	}
-	v, ok := el.streams.Load(req.Extra.Header.Get(streamHeader))
+	id := req.Extra.Header.Get(streamHeader)
+	if id == "" {
+		return ctx, func() {}
+	}
+	ctx, cancel := context.WithCancelCause(ctx)
+	v, ok := el.streams.Load(id)
 	if !ok {
+		// Forgotten: the stream ended before its call got here. A stream ends on its own
+		// only once every call on it is answered, and this one has not started: the
+		// client dropped it.
+		cancel(endReason{elicitation.ClientGone})
 		return ctx, func() {}
 	}
 	st := v.(*stream)
-	ctx, cancel := context.WithCancelCause(ctx)
 	st.mu.Lock()
 	if st.ended {
 		cancel(endReason{elicitation.ClientGone})
