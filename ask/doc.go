@@ -35,9 +35,9 @@
 // end (client gone) when the session does; Options.Owner names owners otherwise (an
 // authenticated caller, say). Only the owner may resume, list, extend or cancel them.
 //
-// Over Streamable HTTP, wrap go-sdk's handler with Elicitor.WatchStreams: a push-era call
-// whose response stream drops while its session stays open then ends its questions (client
-// gone) at once, rather than at their deadline.
+// Over Streamable HTTP, wrap go-sdk's handler with Elicitor.WatchStreams: a call whose
+// response stream drops (its session may stay open) then ends its questions (client gone) at
+// once, rather than at their deadline.
 //
 // # Eras
 //
