@@ -945,16 +945,22 @@ func (p pushPrompter) Prompt(pr elicitation.Prompt) {
 		params := elicitParams(pr)
 		params.RequestedSchema = nil // attachWireSchema sends it; the SDK must not check the answer
 		res, err := p.ss.Elicit(ctx, params)
-		switch {
-		case p.ctx.Err() != nil:
-		case clientGone(err):
-			// The client went away with the question open. The tool call's wait sees its
-			// context end for the same reason; whichever is first, the reason is the same.
-			_ = pr.Elicitation.Cancel(elicitation.ClientGone)
-		default:
-			_ = pr.Elicitation.Answer(toAnswer(pr.Round, res, err))
-		}
+		p.settle(pr, res, err)
 	}()
+}
+
+// settle hands the client's reply to a prompt (or the error instead of one) to its question,
+// unless the question has ended, which is why the request was cancelled.
+func (p pushPrompter) settle(pr elicitation.Prompt, res *mcp.ElicitResult, err error) {
+	switch {
+	case p.ctx.Err() != nil:
+	case clientGone(err):
+		// The client went away with the question open. The tool call's wait sees its
+		// context end for the same reason; whichever is first, the reason is the same.
+		_ = pr.Elicitation.Cancel(elicitation.ClientGone)
+	default:
+		_ = pr.Elicitation.Answer(toAnswer(pr.Round, res, err))
+	}
 }
 
 // clientGone reports whether err says the client has gone: the connection closed or ended,

@@ -62,34 +62,37 @@ type stream struct {
 	calls []context.CancelCauseFunc
 }
 
+// streamGone is the cause a call's context ends with when its stream has ended.
+var streamGone = endReason{elicitation.ClientGone}
+
 // watch returns the context req is served under: ctx, ended with cause client_gone if
 // req came on a stream WatchStreams watches and that stream ends first. done releases it.
 func (el *Elicitor) watch(ctx context.Context, req *mcp.CallToolRequest) (_ context.Context, done func()) {
-	if req.Extra == nil || req.Extra.Header == nil || !el.watching.Load() {
-		return ctx, func() {}
+	var id string
+	if req.Extra != nil {
+		id = req.Extra.Header.Get(streamHeader)
 	}
-	id := req.Extra.Header.Get(streamHeader)
-	if id == "" {
+	if id == "" || !el.watching.Load() {
 		return ctx, func() {}
 	}
 	ctx, cancel := context.WithCancelCause(ctx)
-	v, ok := el.streams.Load(id)
-	if !ok {
-		// Forgotten: the stream ended before its call got here. A stream ends on its own
-		// only once every call on it is answered, and this one has not started: the
-		// client dropped it.
-		cancel(endReason{elicitation.ClientGone})
-		return ctx, func() {}
+	// A stream that is forgotten ended before its call got here. A stream ends on its own
+	// only once every call on it is answered, and this one has not started: the client
+	// dropped it.
+	if v, ok := el.streams.Load(id); !ok || !v.(*stream).join(cancel) {
+		cancel(streamGone)
 	}
-	st := v.(*stream)
+	return ctx, func() { cancel(nil) }
+}
+
+// join adds a call's cancel to the stream's, unless the stream has ended already.
+func (st *stream) join(cancel context.CancelCauseFunc) bool {
 	st.mu.Lock()
-	if st.ended {
-		cancel(endReason{elicitation.ClientGone})
-	} else {
+	defer st.mu.Unlock()
+	if !st.ended {
 		st.calls = append(st.calls, cancel)
 	}
-	st.mu.Unlock()
-	return ctx, func() { cancel(nil) }
+	return !st.ended
 }
 
 // end ends the calls of a stream that has ended. A call that has returned already, because its
@@ -99,7 +102,7 @@ func (st *stream) end() {
 	defer st.mu.Unlock()
 	st.ended = true
 	for _, cancel := range st.calls {
-		cancel(endReason{elicitation.ClientGone})
+		cancel(streamGone)
 	}
 	st.calls = nil
 }

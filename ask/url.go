@@ -189,15 +189,10 @@ func (p pushPrompter) promptPage(pr elicitation.Prompt) {
 		return
 	}
 	res, err := p.ss.Elicit(p.ctx, urlParams(pr, l, true))
-	switch {
-	case p.ctx.Err() != nil:
-	case clientGone(err):
-		_ = pr.Elicitation.Cancel(elicitation.ClientGone)
-	case err == nil && res != nil && res.Action == "accept":
-		// The person agreed to open the link; the answer comes from the page.
-	default:
-		_ = pr.Elicitation.Answer(toAnswer(pr.Round, res, err))
+	if err == nil && res != nil && res.Action == "accept" {
+		return // the person agreed to open the link; the answer comes from the page
 	}
+	p.settle(pr, res, err)
 }
 
 // awaitPage is a pull-era retry that accepted the URL elicitation of pr's round: it returns

@@ -118,6 +118,24 @@ func connectHTTP(t testing.TB, s *httpServer, version, token string, elicit func
 	return cs, err
 }
 
+// pullByHand connects a 2026-07-28 client, declaring caps (nil: forms) and sending through
+// rt (nil: the default transport), that leaves input requests to the test: it answers them
+// by calling the tool again itself.
+func pullByHand(t *testing.T, s *httpServer, caps *mcp.ClientCapabilities, rt http.RoundTripper) *mcp.ClientSession {
+	t.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, Capabilities: caps,
+		// A handler, so that elicitation is declared; never called with the retries off.
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("answered by the test")
+		}})
+	cs, err := client.Connect(timeout(t), &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: rt}}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
 // neverAnswers is a person who is shown the form (asked) and never fills it in: the handler
 // returns only when its request is cancelled or release is closed.
 func neverAnswers(asked chan<- struct{}, release <-chan struct{}) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -389,30 +407,18 @@ func TestHTTPDroppedStreamEndsItsQuestion(t *testing.T) {
 // the tool again without the state asks afresh. With another key the state is forged.
 func TestHTTPPullRetryAfterARestart(t *testing.T) {
 	key := "ELICITD_STATE_KEY=" + strings.Repeat("r", 32)
-	pull := func(s *httpServer) *mcp.ClientSession {
-		// It declares form elicitation; the test answers the input requests itself.
-		client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{
-			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
-			ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				return nil, errors.New("answered by the test")
-			}})
-		cs, err := client.Connect(timeout(t), &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true}, nil)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = cs.Close() })
-		return cs
-	}
 	args := map[string]any{"message": "Who?", "form": nameForm}
 	ada := mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}
 
 	before := startHTTP(t, key)
-	first, err := pull(before).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args})
+	first, err := pullByHand(t, before, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args})
 	require.NoError(t, err)
 	require.True(t, first.NeedsInput())
 	require.Contains(t, first.InputRequests, "elicit-1")
 	require.NoError(t, before.stop(t))
 
 	retry := func(s *httpServer) map[string]any {
-		res, err := pull(s).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args,
+		res, err := pullByHand(t, s, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args,
 			RequestState: first.RequestState, InputResponses: ada})
 		require.NoError(t, err)
 		require.False(t, res.NeedsInput(), "the question is not asked from a state alone")
@@ -426,7 +432,7 @@ func TestHTTPPullRetryAfterARestart(t *testing.T) {
 	assert.Contains(t, out["message"], "restarted", "the message says why the question is gone")
 	assert.Contains(t, out["message"], "without requestState", "and what to do")
 
-	cs := pull(after)
+	cs := pullByHand(t, after, nil, nil)
 	again, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args})
 	require.NoError(t, err)
 	require.True(t, again.NeedsInput(), "called again, the tool asks afresh")

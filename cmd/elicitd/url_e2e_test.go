@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net/http"
 	"net/url"
@@ -291,15 +290,7 @@ func (r *recorder) RoundTrip(req *http.Request) (*http.Response, error) {
 func TestPullRetryWhoseConnectionDropsEndsTheQuestion(t *testing.T) {
 	s := startHTTP(t, "ELICITD_LOG_LEVEL=debug")
 	rec := &recorder{}
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e-http", Version: "1"}, &mcp.ClientOptions{
-		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, Capabilities: urlCaps(true),
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return nil, errors.New("answered by the test")
-		}})
-	cs, err := client.Connect(timeout(t), &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true,
-		HTTPClient: &http.Client{Transport: rec}}, nil)
-	require.NoError(t, err)
-	defer cs.Close()
+	cs := pullByHand(t, s, urlCaps(true), rec)
 	form := map[string]any{"fields": []any{map[string]any{"name": "password", "type": "text", "sensitive": true, "required": true}}}
 	first, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "Sign in.", "form": form}})
 	require.NoError(t, err)
