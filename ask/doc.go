@@ -55,9 +55,10 @@
 // returns. The rules that follow:
 //
 //   - A handler may do anything before its first ask, and between asks: it runs once.
-//   - Its context is not the first request's: it ends when the call does (the client does
-//     not come back within Options.PullIdle, cancels, goes away, or the Elicitor closes),
-//     and then the question being asked ends the same way.
+//   - Its context is not the first request's: it ends when the call does (the client
+//     cancels, goes away, or the Elicitor closes; or, with the opt-in Options.PullIdle, does
+//     not come back for that long), and then the question being asked ends the same way. A
+//     question lives until its deadline otherwise.
 //   - The requestState binds the owner, the tool and the arguments of the first call; a
 //     retry with other arguments, another owner's state, a state used already or one for an
 //     earlier round is refused with INVALID_REQUEST_STATE.

@@ -42,8 +42,11 @@ type Options struct {
 	Burst       int           // with Rate
 	MaxLive     int           // live questions across all owners; 0: no cap
 	Keepalive   time.Duration // push era: progress notifications while waiting, if the call has a token; 0: none
-	// PullIdle is how long a pull-era question waits for the client to come back with the
-	// answer to a round before it ends as abandoned; 0: half of Timeout; negative: never.
+	// PullIdle, when positive, ends a pull-era question as abandoned when the client has
+	// not come back with the answer to a round for this long, to free its slot before the
+	// deadline. Every time left shown (the prompt's DeadlineKey, list_elicitations) is the
+	// earlier of the two, and an extension moves both. 0 or negative: none; a question
+	// lives until its deadline unless its client cancels it or goes away.
 	PullIdle time.Duration
 	StateKey []byte       // the pull-era requestState HMAC key; random when empty
 	Logger   *slog.Logger // one line per finished question, never a value typed; discards when nil
@@ -113,11 +116,8 @@ func New(server *mcp.Server, o Options) *Elicitor {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key)
 	}
-	if o.PullIdle == 0 {
-		o.PullIdle = o.Timeout / 2
-	}
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), idPrefix: rand.Text()[:13] + "-", timeout: o.Timeout, maxAttempts: o.MaxAttempts,
-		keepalive: o.Keepalive, pullIdle: o.PullIdle, log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}}
+		keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}}
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
 	server.AddSendingMiddleware(attachWireSchema)
 	server.AddReceivingMiddleware(el.middleware)
@@ -351,6 +351,9 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	var stop func()
 	spec.Prompter, stop = way.prompter(ctx, c, q)
 	defer stop()
+	if c.pull && el.pullIdle > 0 {
+		spec.Idle = el.pullIdle
+	}
 	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {
 		return elicitation.Outcome{}, startError(err)
@@ -450,7 +453,7 @@ type call struct {
 	handed  int     // input requests handed out
 	claimed int     // the latest handed round whose requestState was used
 	asking  elicitation.Prompt
-	idle    *clock.Timer // ends the call if the client does not come back in time
+	idle    *clock.Timer // forgets the call's result if the client does not come back for it
 	killed  bool
 	links   *links // the pages of the question asked now, if it may use them; set by its way
 	how     string // how its last question ended
@@ -557,7 +560,7 @@ func (c *call) push(ev event) {
 	if ev.end != nil && !killed {
 		// Kept for the retry that comes for it, as long as a round waits for one (with no
 		// idle expiry, as long as a question may wait): never for ever.
-		c.arm(cmp.Or(max(c.el.pullIdle, 0), c.el.timeout), func() { c.el.forget(c) })
+		c.arm(cmp.Or(c.el.pullIdle, c.el.timeout), func() { c.el.forget(c) })
 	}
 	c.mu.Unlock()
 	if ev.end != nil && killed {
@@ -621,9 +624,6 @@ func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
 	c.handed++
 	n := c.handed
 	c.asking = pr
-	if c.el.pullIdle > 0 {
-		c.arm(c.el.pullIdle, func() { c.kill(elicitation.Abandoned) })
-	}
 	c.mu.Unlock()
 	token := c.el.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Round: n,
 		Expires: c.el.clk.Now().Add(stateLifetime).Unix()})
@@ -633,9 +633,7 @@ func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
 	}}
 }
 
-// arm (c.mu held) replaces the idle expiry with f after d: a round handed out and not
-// answered (a go-sdk client whose own schema check fails gives up on the call without a
-// word), or a result nobody comes for.
+// arm (c.mu held) replaces the idle expiry with f after d: a result nobody comes for.
 func (c *call) arm(d time.Duration, f func()) {
 	c.disarm()
 	c.idle = c.el.clk.AfterFunc(d, f)

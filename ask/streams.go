@@ -24,7 +24,7 @@ const streamHeader = "Elicitd-Stream"
 //     cancel such a call, and without an EventStore its result cannot be delivered later;
 //   - a 2026-07-28 request that waits: a first call whose handler has not asked yet, or a
 //     retry waiting for elicitd's page to be sent (a call a client simply does not come back
-//     to ends as abandoned, Options.PullIdle).
+//     to ends at its deadline, or as abandoned with the opt-in Options.PullIdle).
 //
 // Serve the handler without an EventStore: a stream a client could resume has not ended.
 func (el *Elicitor) WatchStreams(next http.Handler) http.Handler {

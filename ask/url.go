@@ -195,6 +195,13 @@ func (p pushPrompter) promptPage(pr elicitation.Prompt) {
 	p.settle(pr, res, err)
 }
 
+// touch restarts pr's idle expiry (Options.PullIdle), if it has one: the client came back.
+func (c *call) touch(pr elicitation.Prompt) {
+	if c.el.pullIdle > 0 {
+		_ = pr.Elicitation.Touch() // ErrFinished: the handler says what follows
+	}
+}
+
 // awaitPage is a pull-era retry that accepted the URL elicitation of pr's round: it returns
 // what follows once the page has been submitted (or the question ended), and otherwise,
 // after Options.PageWait, hands the same link out again.
@@ -204,6 +211,7 @@ func (c *call) awaitPage(ctx context.Context, pr elicitation.Prompt) result {
 		// Its links closed with the question, which has ended: the handler says what follows.
 		return c.next(ctx)
 	}
+	c.touch(pr) // the client is back, waiting on the person
 	t := c.el.clk.Timer(c.el.pageWait)
 	defer t.Stop()
 	c.el.log.Debug("a retry waits for the page to be sent", "id", pr.Elicitation.ID(), "round", pr.Round)
@@ -211,6 +219,7 @@ func (c *call) awaitPage(ctx context.Context, pr elicitation.Prompt) result {
 	case <-l.Submitted():
 	case <-pr.Elicitation.Done():
 	case <-t.C:
+		c.touch(pr)
 		return c.hand(ctx, pr)
 	case <-ctx.Done():
 		c.kill(reasonOf(ctx))

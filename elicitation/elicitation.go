@@ -68,8 +68,10 @@ type Elicitation struct {
 	asking     atomic.Pointer[asked] // the current prompt's round and form
 
 	// Owned by the actor goroutine. outcome may be read by others once done is closed.
-	timer    *clock.Timer
+	timer    *clock.Timer // fires at ends()
 	deadline time.Time
+	idle     time.Duration // Spec.Idle
+	idleAt   time.Time     // with idle: the unanswered prompt is abandoned then
 	step     Step
 	attempt  int
 	outcome  Outcome
@@ -87,6 +89,7 @@ const (
 	evAnswer eventKind = iota
 	evCancel
 	evExtend
+	evTouch
 )
 
 type event struct {
@@ -134,12 +137,16 @@ func Start(id string, spec Spec, env Env) (*Elicitation, error) {
 		inbox:       make(chan event),
 		done:        make(chan struct{}),
 		deadline:    now.Add(spec.Timeout),
+		idle:        spec.Idle,
 		step:        Step{Message: spec.Message, Form: spec.Form},
 	}
-	e.deadlineNs.Store(e.deadline.UnixNano())
+	if e.idle > 0 {
+		e.idleAt = now.Add(e.idle)
+	}
+	e.deadlineNs.Store(e.ends().UnixNano())
 	e.publish(Pending, None)
 	e.asking.Store(&asked{round: 1, form: spec.Form}) // an answer may come before the actor runs
-	e.timer = clk.Timer(spec.Timeout)
+	e.timer = clk.Timer(e.ends().Sub(now))
 	if e.group != nil {
 		e.group.Add(1)
 	}
@@ -237,6 +244,14 @@ func (e *Elicitation) Extend(d time.Duration) (time.Time, error) {
 	return r.deadline, err
 }
 
+// Touch restarts the idle expiry (Spec.Idle), as a new prompt does: the client is back and
+// waiting on the person (on elicitd's page, say). It returns ErrFinished once the
+// elicitation has ended; without an idle expiry it does nothing else.
+func (e *Elicitation) Touch() error {
+	_, err := e.send(context.Background(), event{kind: evTouch})
+	return err
+}
+
 // send delivers ev to the actor and waits for its reply. If ctx ends before the actor has
 // taken ev, it gives up with ctx's error; once taken, the reply comes at once.
 func (e *Elicitation) send(ctx context.Context, ev event) (reply, error) {
@@ -269,7 +284,11 @@ func (e *Elicitation) run() {
 				return
 			}
 		case <-e.timer.C:
-			e.end(TimedOut, None, e.clk.Now())
+			now := e.clk.Now()
+			if now.Before(e.ends()) {
+				continue // a fire from before the timer was re-armed (a mock clock's)
+			}
+			e.expire(now)
 			return
 		}
 	}
@@ -278,8 +297,8 @@ func (e *Elicitation) run() {
 // handle applies one event, replies to it, and reports whether the elicitation has ended.
 func (e *Elicitation) handle(ev event) (ended bool) {
 	now := e.clk.Now()
-	if !now.Before(e.deadline) {
-		e.end(TimedOut, None, now)
+	if !now.Before(e.ends()) {
+		e.expire(now)
 		ev.reply <- reply{err: ErrFinished}
 		return true
 	}
@@ -291,6 +310,8 @@ func (e *Elicitation) handle(ev event) (ended bool) {
 		e.end(Cancelled, ev.reason, now)
 	case evExtend:
 		r.deadline = e.extend(ev.extend, now)
+	case evTouch:
+		e.touch(now)
 	}
 	ended = e.outcome.State.Terminal()
 	ev.reply <- r
@@ -365,22 +386,54 @@ func (e *Elicitation) accept(a Answer, now time.Time) {
 	}
 }
 
-// extend moves the deadline and re-arms the timer; now is before the deadline.
+// ends is when the elicitation ends unless answered: its deadline, or the idle expiry if
+// that is earlier.
+func (e *Elicitation) ends() time.Time {
+	if e.idle > 0 && e.idleAt.Before(e.deadline) {
+		return e.idleAt
+	}
+	return e.deadline
+}
+
+// expire ends the elicitation at ends(): TimedOut at the deadline, else abandoned.
+func (e *Elicitation) expire(now time.Time) {
+	if !now.Before(e.deadline) {
+		e.end(TimedOut, None, now)
+		return
+	}
+	e.end(Cancelled, Abandoned, now)
+}
+
+// rearm publishes ends() and sets the timer to it; now is before the old ends() (handle
+// checked), so the timer has not fired, and a real clock's Stop leaves no stale fire.
+func (e *Elicitation) rearm(now time.Time) {
+	at := e.ends()
+	e.deadlineNs.Store(at.UnixNano())
+	e.timer.Stop()
+	e.timer.Reset(at.Sub(now))
+}
+
+// extend moves the deadline, and the idle expiry with it, and returns the new ends(); now is
+// before ends().
 func (e *Elicitation) extend(d time.Duration, now time.Time) time.Time {
 	next := e.deadline.Add(d)
 	if next.After(e.latest) {
 		next = e.latest
 	}
-	if next.Equal(e.deadline) {
-		return next
-	}
-	// The clock has not reached the deadline (handle checked), so the timer has not fired
-	// and no stale fire can wait in its channel: stopping it is enough before re-arming.
-	e.timer.Stop()
 	e.deadline = next
-	e.deadlineNs.Store(next.UnixNano())
-	e.timer.Reset(next.Sub(now))
-	return next
+	if e.idle > 0 {
+		e.idleAt = e.idleAt.Add(d)
+	}
+	e.rearm(now)
+	return e.ends()
+}
+
+// touch restarts the idle expiry, if there is one.
+func (e *Elicitation) touch(now time.Time) {
+	if e.idle > 0 {
+		e.idleAt = now.Add(e.idle)
+		e.rearm(now)
+	}
 }
 
 // emit starts the next attempt: it publishes the new attempt and hands its prompt over.
@@ -395,6 +448,9 @@ func (e *Elicitation) emit(errs []validator.FieldError) {
 		msg = validator.JoinMessages(errs) + "\n\n" + msg
 	}
 	e.asking.Store(&asked{round: e.attempt, form: e.step.Form})
+	if e.attempt > 1 {
+		e.touch(e.clk.Now()) // the first prompt's idle expiry started with the elicitation
+	}
 	e.publish(Active, None)
 	e.prompter.Prompt(Prompt{
 		Elicitation: e,

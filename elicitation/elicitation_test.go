@@ -85,6 +85,7 @@ func TestStartRejectsBadSpec(t *testing.T) {
 		{"MaxAttempts", func(s *elicitation.Spec) { s.MaxAttempts = -1 }},
 		{"Timeout", func(s *elicitation.Spec) { s.Timeout = -time.Second }},
 		{"MaxLifetime", func(s *elicitation.Spec) { s.MaxLifetime = -time.Second }},
+		{"Idle", func(s *elicitation.Spec) { s.Idle = -time.Second }},
 		{"Timeout", func(s *elicitation.Spec) { s.Timeout = time.Hour; s.MaxLifetime = time.Minute }},
 	}
 	for _, c := range cases {
@@ -388,6 +389,75 @@ func TestExtendRearmsTheTimer(t *testing.T) {
 		_, err = e.Extend(time.Nanosecond)
 		require.NoError(t, err, "still live at the deadline it had before extending")
 	}
+	require.NoError(t, e.Cancel(elicitation.Operator))
+}
+
+// An idle expiry ends an unanswered prompt as abandoned before the deadline; the snapshot
+// shows the earlier of the two, every prompt and Touch restart it, and Extend moves it.
+func TestIdleExpiry(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	spec.Timeout = 10 * time.Minute
+	spec.Idle = 2 * time.Minute
+	e := f.start(t, spec)
+	f.prompts.Next(t)
+	start := f.clk.Now()
+	assert.True(t, e.Snapshot().Deadline.Equal(start.Add(2*time.Minute)), "the idle expiry applies: %v", e.Snapshot().Deadline)
+
+	f.clk.Add(90 * time.Second)
+	require.NoError(t, e.Answer(elicitationtest.Accept(1, "")), "an invalid answer: a new prompt")
+	f.prompts.Next(t)
+	assert.True(t, e.Snapshot().Deadline.Equal(start.Add(90*time.Second+2*time.Minute)), "the new prompt restarts it")
+
+	f.clk.Add(time.Minute)
+	require.NoError(t, e.Touch())
+	assert.True(t, e.Snapshot().Deadline.Equal(f.clk.Now().Add(2*time.Minute)), "Touch restarts it")
+
+	d, err := e.Extend(time.Minute)
+	require.NoError(t, err)
+	assert.True(t, d.Equal(f.clk.Now().Add(3*time.Minute)), "Extend moves it: %v", d)
+	assert.True(t, e.Snapshot().Deadline.Equal(d))
+
+	f.clk.Add(3*time.Minute - time.Nanosecond)
+	_, err = e.Extend(time.Nanosecond) // a round trip: live just before
+	require.NoError(t, err)
+	f.clk.Add(2 * time.Nanosecond)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.Cancelled, o.State)
+	assert.Equal(t, elicitation.Abandoned, o.Reason)
+	assert.ErrorIs(t, e.Touch(), elicitation.ErrFinished)
+}
+
+// The deadline still applies when it comes before the idle expiry, and an extension cannot
+// make the shown time pass the deadline.
+func TestIdleExpiryNeverOutlivesTheDeadline(t *testing.T) {
+	f := newFixture()
+	spec := f.spec()
+	spec.Timeout = time.Minute
+	spec.MaxLifetime = time.Minute
+	spec.Idle = 50 * time.Second
+	e := f.start(t, spec)
+	f.prompts.Next(t)
+	start := f.clk.Now()
+	f.clk.Add(40 * time.Second)
+	require.NoError(t, e.Touch())
+	assert.True(t, e.Snapshot().Deadline.Equal(start.Add(time.Minute)), "the deadline is earlier")
+	d, err := e.Extend(time.Hour)
+	require.NoError(t, err)
+	assert.True(t, d.Equal(start.Add(time.Minute)), "capped at the lifetime")
+	f.clk.Add(20 * time.Second)
+	o := elicitationtest.WaitDone(t, e)
+	assert.Equal(t, elicitation.TimedOut, o.State)
+}
+
+// Without an idle expiry Touch changes nothing.
+func TestTouchWithoutIdleIsANoOp(t *testing.T) {
+	f := newFixture()
+	e := f.askedForAMinute(t)
+	before := e.Snapshot().Deadline
+	f.clk.Add(30 * time.Second)
+	require.NoError(t, e.Touch())
+	assert.True(t, e.Snapshot().Deadline.Equal(before))
 	require.NoError(t, e.Cancel(elicitation.Operator))
 }
 

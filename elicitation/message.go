@@ -101,7 +101,7 @@ type Snapshot struct {
 	Attempt     int // prompts emitted so far
 	MaxAttempts int
 	Created     time.Time
-	Deadline    time.Time
+	Deadline    time.Time // when it ends unless answered: the deadline, or Spec.Idle's expiry if earlier
 }
 
 // Errors returned by an elicitation's methods. They are sentinels to test with errors.Is.

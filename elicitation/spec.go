@@ -91,6 +91,11 @@ type Spec struct {
 	MaxAttempts int           // prompts in total; 0 means DefaultMaxAttempts
 	Timeout     time.Duration // time until the deadline; 0 means DefaultTimeout
 	MaxLifetime time.Duration // the latest deadline Extend may set, from start; 0 means DefaultMaxLifetime
+	// Idle, when positive, also ends the elicitation (Cancelled, reason Abandoned) when a
+	// prompt is left unanswered this long: each prompt restarts it, and so does Touch.
+	// Extend moves it as it moves the deadline, and Snapshot's Deadline is the earlier of
+	// the two, so whoever shows the time left shows the one that applies. 0: none.
+	Idle time.Duration
 }
 
 // SpecError reports a Spec that Start refuses, naming the field and what it expects.
@@ -124,6 +129,8 @@ func (s Spec) withDefaults() (Spec, error) {
 		return s, &SpecError{"Timeout", fmt.Sprintf("must be positive (0 for the default), got %s", s.Timeout)}
 	case s.MaxLifetime < 0:
 		return s, &SpecError{"MaxLifetime", fmt.Sprintf("must be positive (0 for the default), got %s", s.MaxLifetime)}
+	case s.Idle < 0:
+		return s, &SpecError{"Idle", fmt.Sprintf("must be positive (0 for none), got %s", s.Idle)}
 	}
 	if s.MaxAttempts == 0 {
 		s.MaxAttempts = DefaultMaxAttempts

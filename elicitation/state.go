@@ -62,7 +62,7 @@ const (
 	Shutdown                 // the server is shutting down
 	Operator                 // an operator or a tool cancelled it explicitly
 	InvalidResponse          // the client replied with something that is not an answer
-	Abandoned                // a pull-era client did not come back with the answer to a round in time
+	Abandoned                // a prompt was left unanswered for Spec.Idle (a pull-era client did not come back in time)
 	ToolError                // the tool's continuation ended it with an error (Next.Err)
 )
 

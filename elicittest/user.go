@@ -30,6 +30,15 @@ var Eras = []Era{Pull, Push}
 type Step struct {
 	action  string
 	content map[string]any
+	before  func(*mcp.ElicitParams)
+}
+
+// Before is step s taken after f has run with the prompt: a person who takes their time
+// (f advances the test's mock clock), or an agent that acts meanwhile (f extends the
+// question). f runs on the client's goroutine that answers the prompt.
+func Before(f func(*mcp.ElicitParams), s Step) Step {
+	s.before = f
+	return s
 }
 
 // Accept submits the form with content (sent as is: the server normalises and checks it).
@@ -127,6 +136,9 @@ func (u *User) elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.Elici
 	step := u.script[0]
 	u.script = u.script[1:]
 	u.mu.Unlock()
+	if step.before != nil {
+		step.before(params)
+	}
 	if step.action == "never" {
 		select {
 		case <-ctx.Done():

@@ -246,10 +246,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"max-live", "ELICITD_MAX_LIVE", "open questions across all sessions", "1000", intIn(&c.maxLive, 1, 10_000_000)},
 		{"max-answer-bytes", "ELICITD_MAX_ANSWER_BYTES", "the largest answer accepted, as JSON (at most half the stdio frame limit, so an answer always fits in a frame)", "1048576", intIn(&c.maxAnswerBytes, 1024, maxFrameBytes/2)},
 		{"keepalive", "ELICITD_KEEPALIVE", "progress notifications while waiting, when the call has a progress token (0: off)", "15s", durationIn(&c.keepalive, 100*time.Millisecond, time.Hour, true)},
-		{"pull-idle", "ELICITD_PULL_IDLE", "how long a 2026-07-28 client may take to come back with an answer before its question ends as abandoned (0: half of --timeout)", "0", func(s string) error {
+		{"pull-idle", "ELICITD_PULL_IDLE", "opt-in: end a 2026-07-28 question as abandoned when its client has not come back with a round's answer for this long, to free its slot before the deadline (0: off; the question lives until its deadline)", "0", func(s string) error {
 			d, err := time.ParseDuration(s)
 			if err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {
-				return fmt.Errorf("must be 0 (half of --timeout) or a duration between 1s and 24h0m0s, got %q", s)
+				return fmt.Errorf("must be 0 (off) or a duration between 1s and 24h0m0s, got %q", s)
 			}
 			c.pullIdle = d
 			return nil
