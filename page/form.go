@@ -4,7 +4,6 @@ import (
 	"cmp"
 	"fmt"
 	"html/template"
-	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -19,17 +18,16 @@ const CSRFField = "_csrf"
 // FieldName is the name a field's input has on the page.
 func FieldName(field string) string { return "f." + field }
 
-// read (l.mu held) turns the submitted form into an answer's content, as the validator
+// read (l.mu held) turns a submit as received into an answer's content, as the validator
 // takes it: strings, a list for multi_select, an *Upload for a file. A secret or file left
 // empty takes what was kept of it from the last submit.
-func (l *Link) read(r *http.Request) (map[string]any, []validator.FieldError) {
+func (l *Link) read(rc *received) map[string]any {
 	content := map[string]any{}
-	var errs []validator.FieldError
 	for _, f := range l.fields {
 		key := FieldName(f.Name)
 		switch f.Type {
 		case validator.MultiSelect:
-			if vs := r.PostForm[key]; len(vs) > 0 {
+			if vs := rc.values[key]; len(vs) > 0 {
 				list := make([]any, len(vs))
 				for i, v := range vs {
 					list[i] = v
@@ -37,52 +35,21 @@ func (l *Link) read(r *http.Request) (map[string]any, []validator.FieldError) {
 				content[f.Name] = list
 			}
 		case validator.File:
-			u, fe := l.upload(r, f)
-			if fe != nil {
-				errs = append(errs, *fe)
-			} else if u != nil {
+			if u := rc.files[f.Name]; u != nil {
 				content[f.Name] = u
 			}
 		default:
-			if v := r.PostFormValue(key); v != "" {
+			if v := rc.values.Get(key); v != "" {
 				content[f.Name] = v
 			}
 		}
-		if _, given := content[f.Name]; !given && f.NeedsPage() {
+		if _, given := content[f.Name]; !given && f.NeedsPage() && !rc.over(f.Name) {
 			if v, ok := l.kept[f.Name]; ok {
 				content[f.Name] = v
 			}
 		}
 	}
-	return content, errs
-}
-
-// upload reads a file field's file, refusing one over the smaller of its own limit and the
-// Server's.
-func (l *Link) upload(r *http.Request, f validator.Field) (*validator.Upload, *validator.FieldError) {
-	if r.MultipartForm == nil || len(r.MultipartForm.File[FieldName(f.Name)]) == 0 {
-		return nil, nil
-	}
-	fh := r.MultipartForm.File[FieldName(f.Name)][0]
-	if fh.Filename == "" && fh.Size == 0 {
-		return nil, nil // no file chosen
-	}
-	limit := min(f.MaxBytes, l.s.o.MaxFileBytes)
-	label := labelOf(f)
-	if fh.Size > limit {
-		return nil, &validator.FieldError{Field: f.Name, Label: label, Constraint: "max_bytes",
-			Message: fmt.Sprintf("%s: is %d bytes; the limit is %d", label, fh.Size, limit)}
-	}
-	file, err := fh.Open()
-	if err != nil {
-		return nil, &validator.FieldError{Field: f.Name, Label: label, Constraint: "read", Message: label + ": could not be read; choose it again"}
-	}
-	defer file.Close()
-	b, err := io.ReadAll(io.LimitReader(file, limit+1))
-	if err != nil || int64(len(b)) > limit {
-		return nil, &validator.FieldError{Field: f.Name, Label: label, Constraint: "read", Message: label + ": could not be read; choose it again"}
-	}
-	return &validator.Upload{Name: fh.Filename, Bytes: b}, nil
+	return content
 }
 
 // labelOf is the label a field is shown with, as the validator's messages name it.

@@ -25,6 +25,9 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sync/semaphore"
 
 	"github.com/elicitd/elicitd/validator"
 )
@@ -41,6 +44,10 @@ type Options struct {
 	Base func() (string, error)
 	// MaxFileBytes caps every file, whatever its field allows; 0: validator.DefaultMaxFileBytes.
 	MaxFileBytes int64
+	// MaxHeldBytes caps the upload bytes all links hold at once: submits being read, and
+	// the secrets and files kept for a re-send after an invalid one. A submit that would
+	// pass it is refused (413). 0: DefaultMaxHeldBytes.
+	MaxHeldBytes int64
 	Logger       *slog.Logger // opened, refused and submitted pages, with ids only; discards when nil
 }
 
@@ -49,6 +56,9 @@ type Server struct {
 	o    Options
 	log  *slog.Logger
 	csrf *http.CrossOriginProtection
+
+	budget *semaphore.Weighted // MaxHeldBytes
+	held   atomic.Int64        // taken from budget
 
 	mu    sync.Mutex
 	base  *url.URL
@@ -60,7 +70,11 @@ func New(o Options) *Server {
 	if o.MaxFileBytes <= 0 {
 		o.MaxFileBytes = validator.DefaultMaxFileBytes
 	}
-	s := &Server{o: o, log: o.Logger, csrf: http.NewCrossOriginProtection(), links: map[string]*Link{}}
+	if o.MaxHeldBytes <= 0 {
+		o.MaxHeldBytes = DefaultMaxHeldBytes
+	}
+	s := &Server{o: o, log: o.Logger, csrf: http.NewCrossOriginProtection(), links: map[string]*Link{},
+		budget: semaphore.NewWeighted(o.MaxHeldBytes)}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -95,6 +109,7 @@ type Link struct {
 	bound  []byte         // SHA-256 of the cookie of the browser that opened it first
 	csrf   string         // the token its form carries
 	kept   map[string]any // secrets and files of an invalid submit that were valid themselves
+	held   int64          // kept's bytes, taken from the Server's budget
 	closed bool
 	spent  bool
 }
@@ -138,6 +153,10 @@ func (s *Server) baseURL() (*url.URL, error) {
 	return u, nil
 }
 
+// Held returns how many upload bytes the links hold now: submits being read, and what
+// they keep for a re-send.
+func (s *Server) Held() int64 { return s.held.Load() }
+
 // Live returns how many links are open.
 func (s *Server) Live() int {
 	s.mu.Lock()
@@ -155,7 +174,10 @@ func (l *Link) Close() {
 	l.s.mu.Unlock()
 	l.mu.Lock()
 	l.closed, l.kept = true, nil
+	held := l.held
+	l.held = 0
 	l.mu.Unlock()
+	l.s.release(held)
 }
 
 // cookieName is the binding cookie's name; its path is the link's own, so each link has its
@@ -208,6 +230,8 @@ func sameHost(host, want string) bool {
 // refuse writes a page that says why nothing can be done here, and logs it (id and why).
 func (s *Server) refuse(w http.ResponseWriter, status int, id, why, text string) {
 	s.log.Info("page refused", "id", id, "why", why, "status", status)
+	// A body left unread is not read to keep the connection: it is closed instead.
+	w.Header().Set("Connection", "close")
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	w.WriteHeader(status)
 	_ = noticeTmpl.Execute(w, notice{Title: "Not available", Text: text})
@@ -272,43 +296,61 @@ func (l *Link) refused(w http.ResponseWriter, state string) {
 	}
 }
 
-// submit checks the CSRF token, reads the fields, checks them, and either shows the
-// problems or hands the answer to the question.
+// submit checks that this browser may use the page, then reads the body (within the link's
+// limit and the Server's budget), checks the CSRF token and the fields, and either shows the
+// problems or hands the answer to the question. A browser that may not use the page is
+// refused before its body is read.
 func (l *Link) submit(w http.ResponseWriter, r *http.Request) {
-	limit := l.bodyLimit()
-	r.Body = http.MaxBytesReader(w, r.Body, limit)
-	err := r.ParseMultipartForm(limit)
-	if r.MultipartForm != nil {
-		defer func() { _ = r.MultipartForm.RemoveAll() }()
-	}
 	l.mu.Lock()
 	state := l.state(r)
+	l.mu.Unlock()
 	if state != "ok" {
+		l.refused(w, state)
+		return
+	}
+	limit := l.bodyLimit()
+	r.Body = http.MaxBytesReader(w, r.Body, limit)
+	var rc received
+	err := l.receive(r, &rc)
+	l.mu.Lock()
+	held := rc.held // given back when this returns, but for what the link keeps
+	defer func() { l.s.release(held) }()
+	if state = l.state(r); state != "ok" {
+		// Closed or sent meanwhile.
 		l.mu.Unlock()
 		l.refused(w, state)
 		return
 	}
 	var tooLarge *http.MaxBytesError
 	switch {
+	case errors.Is(err, errBudget):
+		v := l.view(nil, []validator.FieldError{{Label: "Files", Constraint: "budget",
+			Message: fmt.Sprintf("Files: the server is holding as many uploads as it may (%s for all pages at once); try again in a moment, or choose smaller files", mib(l.s.o.MaxHeldBytes))}})
+		l.mu.Unlock()
+		l.s.log.Info("page refused", "id", l.ID, "why", "upload_budget", "status", http.StatusRequestEntityTooLarge)
+		w.Header().Set("Connection", "close") // the rest of the body is not read
+		l.render(w, http.StatusRequestEntityTooLarge, v)
+		return
 	case errors.As(err, &tooLarge):
 		v := l.view(nil, []validator.FieldError{{Label: "Files", Constraint: "size",
 			Message: fmt.Sprintf("Files: together they are over the limit of %d bytes; choose smaller ones", limit)}})
 		l.mu.Unlock()
+		w.Header().Set("Connection", "close")
 		l.render(w, http.StatusRequestEntityTooLarge, v)
 		return
-	case err != nil && !errors.Is(err, http.ErrNotMultipart):
+	case err != nil:
 		l.mu.Unlock()
 		l.s.refuse(w, http.StatusBadRequest, l.ID, "bad_form", "The form could not be read. Reload the page and try again.")
 		return
 	}
-	if subtle.ConstantTimeCompare([]byte(r.PostFormValue(CSRFField)), []byte(l.csrf)) != 1 {
+	if subtle.ConstantTimeCompare([]byte(rc.values.Get(CSRFField)), []byte(l.csrf)) != 1 {
 		l.mu.Unlock()
 		l.s.refuse(w, http.StatusForbidden, l.ID, "csrf", "The form was not sent from this page. Reload the page and send it from there.")
 		return
 	}
-	content, readErrs := l.read(r)
+	content := l.read(&rc)
 	_, errs := l.q.Form.ValidatePartial(content)
-	errs = append(readErrs, errs...)
+	errs = append(rc.errs, errs...)
 	if len(errs) > 0 {
 		// What was right is kept: secrets and files here, other values in the page.
 		kept := map[string]any{}
@@ -321,14 +363,18 @@ func (l *Link) submit(w http.ResponseWriter, r *http.Request) {
 				kept[f.Name] = v
 			}
 		}
-		l.kept = kept
-		v := l.view(r.PostForm, errs)
+		// The budget held the old kept and this submit; it now holds the new kept.
+		held += l.held - heldBy(kept)
+		l.kept, l.held = kept, heldBy(kept)
+		v := l.view(rc.values, errs)
 		l.mu.Unlock()
 		l.s.log.Info("page answer invalid", "id", l.ID, "problems", len(errs))
 		l.render(w, http.StatusUnprocessableEntity, v)
 		return
 	}
 	l.spent, l.kept = true, nil // one answer: a replay finds it spent
+	held += l.held
+	l.held = 0
 	l.mu.Unlock()
 	if err := l.q.Submit(l, content); err != nil {
 		l.s.refuse(w, http.StatusGone, l.ID, "ended", "This question ended before your answer arrived. Go back to your assistant and ask again.")
@@ -339,6 +385,9 @@ func (l *Link) submit(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
 	_ = noticeTmpl.Execute(w, notice{Title: "Sent", Text: "Thank you. Your answer has been sent; you can close this tab and go back to your assistant.", Done: true})
 }
+
+// mib words a byte count in MiB.
+func mib(n int64) string { return fmt.Sprintf("%d MiB", n>>20) }
 
 // bodyLimit is the most a submit may send: each file at its limit, and 1 MiB for the rest.
 func (l *Link) bodyLimit() int64 {

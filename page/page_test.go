@@ -10,6 +10,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -32,12 +33,21 @@ type fixture struct {
 	link *page.Link
 	logs *bytes.Buffer
 
+	read atomic.Int64 // bytes the server read from its connections
+
 	mu     sync.Mutex
 	got    []map[string]any
 	refuse error // what Submit returns
 }
 
 func newFixture(t *testing.T, fields ...validator.Field) *fixture {
+	t.Helper()
+	return newFixtureWith(t, page.Options{}, fields...)
+}
+
+// newFixtureWith is newFixture with the Server's options o (its Base and Logger are the
+// fixture's).
+func newFixtureWith(t *testing.T, o page.Options, fields ...validator.Field) *fixture {
 	t.Helper()
 	if fields == nil {
 		fields = []validator.Field{
@@ -50,9 +60,12 @@ func newFixture(t *testing.T, fields ...validator.Field) *fixture {
 	require.NoError(t, err)
 	f := &fixture{logs: &bytes.Buffer{}}
 	var base string
-	f.ps = page.New(page.Options{Base: func() (string, error) { return base, nil },
-		Logger: slog.New(slog.NewTextHandler(lockedWriter{&f.mu, f.logs}, nil))})
-	f.srv = httptest.NewServer(f.ps)
+	o.Base = func() (string, error) { return base, nil }
+	o.Logger = slog.New(slog.NewTextHandler(lockedWriter{&f.mu, f.logs}, nil))
+	f.ps = page.New(o)
+	f.srv = httptest.NewUnstartedServer(f.ps)
+	f.srv.Listener = countingListener{f.srv.Listener, &f.read}
+	f.srv.Start()
 	t.Cleanup(f.srv.Close)
 	base = f.srv.URL
 	f.link, err = f.ps.Open(page.Question{Message: "To reach your account.", Form: form, Submit: func(_ *page.Link, c map[string]any) error {
