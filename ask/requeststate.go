@@ -93,6 +93,17 @@ var errBadState = errors.New("tools: request state is not one this server issued
 // last character could be changed and the token would still decode to the same MAC.
 var strictBase64 = base64.RawURLEncoding.Strict()
 
+// decodeCanonical decodes s only if it is the one spelling sign writes of its bytes:
+// unpadded base64url with nothing else in it. Strict alone is not enough: the decoder
+// skips CR and LF wherever they are, so a token with a newline added would still open.
+func decodeCanonical(s string) ([]byte, bool) {
+	b, err := strictBase64.DecodeString(s)
+	if err != nil || base64.RawURLEncoding.EncodeToString(b) != s {
+		return nil, false
+	}
+	return b, true
+}
+
 // sign returns payload.mac, both base64url.
 func (s stateSigner) sign(st requestState) string {
 	var buf [128]byte
@@ -108,19 +119,21 @@ func (s stateSigner) mac(payload string) []byte {
 	return m.Sum(nil)
 }
 
-// open checks the token's MAC in constant time and decodes it. It does not check expiry or
+// open checks the token's MAC in constant time and decodes it; a token spelled in any way
+// but the one sign wrote (whitespace, padding) is refused. It does not check expiry or
 // what the token binds: the caller compares those with the request.
 func (s stateSigner) open(token string) (requestState, error) {
 	p, sig, ok := strings.Cut(token, ".")
 	if !ok {
 		return requestState{}, errBadState
 	}
-	got, err := strictBase64.DecodeString(sig)
-	if err != nil || !hmac.Equal(got, s.mac(p)) {
+	// Exactly the spelling sign wrote, both halves: any other is refused as an altered token.
+	got, ok := decodeCanonical(sig)
+	if !ok || !hmac.Equal(got, s.mac(p)) {
 		return requestState{}, errBadState
 	}
-	payload, err := strictBase64.DecodeString(p)
-	if err != nil {
+	payload, ok := decodeCanonical(p)
+	if !ok {
 		return requestState{}, errBadState
 	}
 	st, ok := decodeState(payload)
