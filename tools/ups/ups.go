@@ -12,6 +12,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"strconv"
 	"strings"
@@ -183,11 +184,28 @@ func (c *Client) guardedClient() *http.Client {
 		if len(via) >= 5 {
 			return errors.New("UPS redirected more than 5 times")
 		}
-		if req.URL.Scheme != "https" && !(local != "" && req.URL.Host == local) {
-			return fmt.Errorf("UPS redirected to a %s:// URL; only https is followed", req.URL.Scheme)
+		if local != "" && req.URL.Host == local {
+			return nil
 		}
-		return nil
+		return checkRedirect(req.URL)
 	}}
+}
+
+// checkRedirect refuses a redirect, before anything is sent, to a literal non-public address
+// (however spelt: IPv4-mapped IPv6 is judged by its IPv4 address) or to a URL that is not
+// https. Both errors are *validator.URLError and name the host as the redirect wrote it. A
+// name is left to the guarded dialer, which checks every address it resolves to.
+func checkRedirect(u *url.URL) error {
+	host := u.Hostname()
+	if a, err := netip.ParseAddr(host); err == nil && !validator.IsPublicAddr(a) {
+		return &validator.URLError{Reason: "private_address",
+			Message: fmt.Sprintf("UPS redirected to the non-public address %s; not followed", host)}
+	}
+	if u.Scheme != "https" {
+		return &validator.URLError{Reason: "scheme",
+			Message: fmt.Sprintf("UPS redirected to a %s:// URL on %s; only https is followed", u.Scheme, host)}
+	}
+	return nil
 }
 
 // CallOptions are a call's optional headers; empty means the defaults (a fresh UUID for
