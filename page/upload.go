@@ -23,8 +23,8 @@ import (
 // directory: they are a person's documents, and memory is gone with the process, where a
 // file on disk would outlive a crash.
 
-// DefaultMaxHeldBytes is Options.MaxHeldBytes' default: 256 MiB.
-const DefaultMaxHeldBytes = 256 << 20
+// DefaultMaxHeldBytes is Options.MaxHeldBytes' default: 128 MiB.
+const DefaultMaxHeldBytes = 128 << 20
 
 // maxValueBytes bounds the plain values of one submit together (all but its files).
 const maxValueBytes = 1 << 20
@@ -58,31 +58,56 @@ func (s *Server) release(n int64) {
 	}
 }
 
-// chunks recycles the buffers parts are read into.
-var chunks = sync.Pool{New: func() any { return new([32 << 10]byte) }}
+// chunk is one read of a part, from chunks.
+type chunk = [32 << 10]byte
+
+// chunks recycles the buffers parts are read into: a part is held in chunks while it is read
+// (its size is not known before), then copied once into a slice of its exact size, and the
+// chunks go back here, so reading leaves no garbage behind but that one slice's worth.
+var chunks = sync.Pool{New: func() any { return new(chunk) }}
 
 // readPart reads p whole for rc, holding at most max bytes, taken from the budget as they
 // come: its bytes, or nil and its size when it is larger than max (what it had taken is
 // given back).
 func (s *Server) readPart(rc *received, p io.Reader, max int64) ([]byte, int64, error) {
-	buf := chunks.Get().(*[32 << 10]byte)
-	defer chunks.Put(buf)
-	var parts [][]byte // copies of buf's reads, so the result is allocated once, exactly
-	var size, taken int64
-	for {
-		n, err := io.ReadFull(p, buf[:])
-		size += int64(n)
-		if size > max && parts != nil {
-			parts = nil
-			rc.held -= taken
-			s.release(taken)
+	var held []*chunk
+	var last int // bytes in the last chunk
+	defer func() {
+		for _, c := range held {
+			chunks.Put(c)
 		}
-		if n > 0 && size <= max {
-			if err := s.take(rc, int64(n)); err != nil {
-				return nil, size, err
+	}()
+	var size, taken int64
+	scratch := chunks.Get().(*chunk)
+	defer chunks.Put(scratch)
+	for {
+		c := scratch
+		if size < max {
+			c = chunks.Get().(*chunk)
+		}
+		n, err := io.ReadFull(p, c[:])
+		size += int64(n)
+		switch {
+		case c == scratch:
+		case n == 0 || size > max:
+			chunks.Put(c)
+		default:
+			if terr := s.take(rc, int64(n)); terr != nil {
+				chunks.Put(c)
+				return nil, size, terr
 			}
 			taken += int64(n)
-			parts = append(parts, append([]byte(nil), buf[:n]...))
+			held, last = append(held, c), n
+		}
+		if size > max && taken > 0 {
+			// Over the limit: what was held goes back; the rest is only counted.
+			rc.held -= taken
+			s.release(taken)
+			taken = 0
+			for _, c := range held {
+				chunks.Put(c)
+			}
+			held = nil
 		}
 		if err == io.EOF || err == io.ErrUnexpectedEOF {
 			break
@@ -95,8 +120,12 @@ func (s *Server) readPart(rc *received, p io.Reader, max int64) ([]byte, int64, 
 		return nil, size, nil
 	}
 	out := make([]byte, 0, size)
-	for _, c := range parts {
-		out = append(out, c...)
+	for i, c := range held {
+		n := len(c)
+		if i == len(held)-1 {
+			n = last
+		}
+		out = append(out, c[:n]...)
 	}
 	return out, size, nil
 }
