@@ -10,6 +10,8 @@ import (
 	"io"
 	"log/slog"
 	"sync"
+	"sync/atomic"
+	"time"
 	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
@@ -44,22 +46,32 @@ type lineTransport struct {
 
 // Connect implements mcp.Transport.
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
-	c := &lineConn{out: t.out, log: t.log, incoming: make(chan incoming), closed: make(chan struct{})}
+	c := &lineConn{out: t.out, log: t.log, incoming: make(chan incoming), closed: make(chan struct{}),
+		writes: make(chan lineWrite), cut: make(chan struct{})}
 	go c.readLines(bufio.NewReaderSize(t.in, 64<<10), t.maxFrame)
+	go c.writeLines()
 	t.mu.Lock()
 	t.conn = c
 	t.mu.Unlock()
 	return c, nil
 }
 
+// hangUpWriteGrace is how long the replies still owed when a signalled exit hangs up may
+// take to be written: a client that reads gets them; one that stopped reading cannot hold
+// the exit.
+const hangUpWriteGrace = 300 * time.Millisecond
+
 // hangUp ends the session as if the input had ended: the server's Run returns as it does at
-// EOF, without the error a cancelled context is logged with.
+// EOF, without the error a cancelled context is logged with. The replies still owed get
+// hangUpWriteGrace to be written; then every write not done fails, the one blocked on a full
+// stdout included, so Run returns even when the client has stopped reading.
 func (t *lineTransport) hangUp() {
 	t.mu.Lock()
 	c := t.conn
 	t.mu.Unlock()
 	if c != nil {
-		_ = c.Close()
+		c.stopReading()
+		c.cutAfter(hangUpWriteGrace)
 	}
 }
 
@@ -72,12 +84,31 @@ type lineConn struct {
 	out io.Writer
 	log *slog.Logger
 
-	wmu sync.Mutex // one message a write, whole
+	// writes carries each message, whole, to writeLines, the one goroutine that writes out:
+	// a write blocked there (stdout full, the client not reading) holds no caller once the
+	// writes are cut.
+	writes  chan lineWrite
+	pending atomic.Int64 // writes handed in and not yet done or failed
 
 	incoming  chan incoming
-	closed    chan struct{}
+	closed    chan struct{} // reading has ended
 	closeOnce sync.Once
+
+	cut      chan struct{} // writing has ended: writes not done fail at once
+	cutOnce  sync.Once
+	cutMu    sync.Mutex
+	cutTimer *time.Timer
 }
+
+// lineWrite is one message for writeLines, and where its outcome goes.
+type lineWrite struct {
+	b    []byte
+	done chan error // buffered: writeLines never waits on a caller that gave up
+}
+
+// errWritesCut is what a write not done when the writes were cut returns. It is an io.EOF
+// too: the session ends as at the end of its input, the cut having been logged already.
+var errWritesCut = fmt.Errorf("%w: stdout: the reply was not written, the client is not reading (%w)", mcp.ErrConnectionClosed, io.EOF)
 
 // Frame errors, as JSON-RPC 2.0 numbers them.
 const (
@@ -229,16 +260,77 @@ func (c *lineConn) reply(id jsonrpc.ID, code int64, message string) {
 		ID      any            `json:"id"`
 		Error   *jsonrpc.Error `json:"error"`
 	}{"2.0", id.Raw(), &jsonrpc.Error{Code: code, Message: message}}
-	b, _ := json.Marshal(resp) // plain data: cannot fail
-	_ = c.writeLine(b)         // a broken output ends the session through Write
+	b, _ := json.Marshal(resp)               // plain data: cannot fail
+	_ = c.writeLine(context.Background(), b) // a broken output ends the session through Write
 }
 
-func (c *lineConn) writeLine(b []byte) error {
-	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	_, err := c.out.Write(append(b, '\n'))
-	return err
+// writeLine writes b and a newline, whole, and returns the write's error; or errWritesCut,
+// without waiting on the write, once the writes are cut; or ctx's error if ctx ends before
+// the write begins (once begun, it is not abandoned but to a cut: a message is whole).
+func (c *lineConn) writeLine(ctx context.Context, b []byte) error {
+	c.pending.Add(1)
+	defer c.pending.Add(-1)
+	w := lineWrite{b: append(b, '\n'), done: make(chan error, 1)}
+	select {
+	case c.writes <- w:
+	case <-c.cut:
+		return errWritesCut
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	select {
+	case err := <-w.done:
+		return err
+	case <-c.cut:
+		return errWritesCut
+	}
 }
+
+// writeLines writes each message handed to it until the writes are cut. A write blocked then
+// stays blocked until the process exits: stdout cannot be interrupted.
+func (c *lineConn) writeLines() {
+	for {
+		select {
+		case w := <-c.writes:
+			_, err := c.out.Write(w.b)
+			w.done <- err
+		case <-c.cut:
+			return
+		}
+	}
+}
+
+// cutWrites makes every write not done fail at once, and every later one.
+func (c *lineConn) cutWrites() {
+	c.cutOnce.Do(func() {
+		c.cutMu.Lock()
+		if c.cutTimer != nil {
+			c.cutTimer.Stop()
+		}
+		c.cutMu.Unlock()
+		if n := c.pending.Load(); n > 0 {
+			// Logged before the cut, so it is out before the session (and the process) can end.
+			c.log.Warn("exiting with replies unwritten: the client is not reading", "pending_writes", n)
+		}
+		close(c.cut)
+	})
+}
+
+// cutAfter cuts the writes after d, unless they are cut before.
+func (c *lineConn) cutAfter(d time.Duration) {
+	c.cutMu.Lock()
+	defer c.cutMu.Unlock()
+	select {
+	case <-c.cut:
+	default:
+		if c.cutTimer == nil {
+			c.cutTimer = time.AfterFunc(d, c.cutWrites)
+		}
+	}
+}
+
+// stopReading ends the input as its EOF would: Read returns io.EOF.
+func (c *lineConn) stopReading() { c.closeOnce.Do(func() { close(c.closed) }) }
 
 // Read implements mcp.Connection.
 func (c *lineConn) Read(ctx context.Context) (jsonrpc.Message, error) {
@@ -261,13 +353,15 @@ func (c *lineConn) Write(ctx context.Context, msg jsonrpc.Message) error {
 	if err != nil {
 		return fmt.Errorf("encoding a JSON-RPC message: %w", err)
 	}
-	return c.writeLine(b)
+	return c.writeLine(ctx, b)
 }
 
-// Close implements mcp.Connection. The reading goroutine ends when the input does (stdin
-// cannot be interrupted), or at its next message.
+// Close implements mcp.Connection: reading and writing end. The SDK closes a connection once
+// nothing is in flight, so no write is lost. The reading goroutine ends when the input does
+// (stdin cannot be interrupted), or at its next message.
 func (c *lineConn) Close() error {
-	c.closeOnce.Do(func() { close(c.closed) })
+	c.stopReading()
+	c.cutWrites()
 	return nil
 }
 
