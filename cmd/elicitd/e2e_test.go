@@ -622,6 +622,14 @@ func TestBadSettingExitsWithStatus2(t *testing.T) {
 	require.ErrorAs(t, cmd.Run(), &ee)
 	assert.Equal(t, 2, ee.ExitCode())
 	assert.Contains(t, stderr.String(), "ELICITD_TIMEOUT must be a duration between 1s and 24h0m0s")
+
+	// An upload budget that would not fit under the memory limit.
+	cmd = exec.Command(bin, "--memory-limit", "134217728", "--max-held-upload-bytes", "100000000")
+	stderr.Reset()
+	cmd.Stderr = &stderr
+	require.ErrorAs(t, cmd.Run(), &ee)
+	assert.Equal(t, 2, ee.ExitCode())
+	assert.Contains(t, stderr.String(), "--max-held-upload-bytes (100000000) must leave at least 64 MiB under --memory-limit (134217728)")
 }
 
 func TestConformanceFixtures(t *testing.T) {

@@ -26,3 +26,22 @@ func TestTuneGCUnlessGOGCIsSet(t *testing.T) {
 	assert.Equal(t, 100, tuneGC(env("100")))
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left as the runtime read it")
 }
+
+// elicitd sets a soft memory limit unless GOMEMLIMIT says otherwise.
+func TestTuneMemoryUnlessGOMEMLIMITIsSet(t *testing.T) {
+	was := debug.SetMemoryLimit(-1)
+	defer debug.SetMemoryLimit(was)
+	env := func(v string) func(string) string {
+		return func(k string) string {
+			if k == "GOMEMLIMIT" {
+				return v
+			}
+			return ""
+		}
+	}
+	assert.Equal(t, int64(300<<20), tuneMemory(env(""), 300<<20))
+	assert.Equal(t, int64(300<<20), debug.SetMemoryLimit(-1), "unset GOMEMLIMIT: elicitd's limit")
+	debug.SetMemoryLimit(was)
+	assert.Equal(t, was, tuneMemory(env("1GiB"), 300<<20), "GOMEMLIMIT set: left as the runtime read it")
+	assert.Equal(t, was, debug.SetMemoryLimit(-1))
+}

@@ -27,6 +27,10 @@ type httpConfig struct {
 	addr    string   // host:port to listen on; "" serves stdio
 	tokens  []string // bearer tokens, each a caller of its own; none: no token asked
 	origins []string // browser origins allowed besides the server's own
+
+	sessionIdle  time.Duration // a session whose client sends nothing this long ends
+	maxSessions  int           // live sessions in all
+	maxPerCaller int           // live sessions of one caller
 }
 
 // errNeedsToken is the refusal to listen beyond loopback without a bearer token.
@@ -62,11 +66,12 @@ func loopbackHost(host string) bool {
 // (push elicitation over its stream), 2026-07-28 clients are served statelessly (pull
 // elicitation; any request may come on any connection). In front: the Host and Origin
 // checks against DNS rebinding, then the bearer token when one is set.
-func (s *server) httpHandler(hc httpConfig, log *slog.Logger) http.Handler {
+func (s *server) httpHandler(hc httpConfig, caps *sessionCaps, log *slog.Logger) http.Handler {
 	get := func(*http.Request) *mcp.Server { return s.mcp }
 	// A call whose response stream drops ends its questions client_gone: no one can receive
 	// their answers (there is no EventStore, so a push-era stream cannot be resumed either).
-	stateful := s.el.WatchStreams(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log}))
+	s.mcp.AddReceivingMiddleware(caps.middleware)
+	stateful := s.el.WatchStreams(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, SessionTimeout: hc.sessionIdle}))
 	stateless := s.el.WatchStreams(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, Stateless: true}))
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
@@ -148,9 +153,12 @@ func callerOwner(req *mcp.CallToolRequest) string {
 
 // serveHTTP runs s on ln until ctx ends (a signal), then ends every open question with
 // reason shutdown, so the waiting calls get their results, and stops the listener.
-func serveHTTP(ctx context.Context, s *server, ln net.Listener, hc httpConfig, log *slog.Logger) error {
-	hs := &http.Server{Handler: s.httpHandler(hc, log), ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
+func serveHTTP(ctx context.Context, s *server, ln net.Listener, hc httpConfig, cl connLimits, log *slog.Logger) error {
+	caps := newSessionCaps(hc.maxPerCaller, hc.maxSessions, log)
+	hs := cl.server(s.httpHandler(hc, caps, log), log)
+	reclaimCtx, stopReclaim := context.WithCancel(ctx)
+	defer stopReclaim()
+	go caps.reclaim(reclaimCtx, 10*time.Second)
 	served := make(chan error, 1)
 	go func() { served <- hs.Serve(ln) }()
 	log.Info("serving MCP over Streamable HTTP", "address", ln.Addr().String())

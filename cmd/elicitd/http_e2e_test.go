@@ -457,7 +457,7 @@ func TestHTTPPullRetryAfterARestart(t *testing.T) {
 // time of a whole run and elicitd's peak resident memory. Run it with -benchtime 1x.
 func BenchmarkThousandHTTPSessions(b *testing.B) {
 	const sessions = 1000
-	s := startHTTP(b, "ELICITD_MAX_LIVE=2000")
+	s := startHTTP(b, "ELICITD_MAX_LIVE=2000", "ELICITD_MAX_SESSIONS_PER_CALLER=5000")
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: sessions}}
 	var wall time.Duration
 	for range b.N {

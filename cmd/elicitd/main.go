@@ -60,6 +60,18 @@ func tuneGC(getenv func(string) string) int {
 	return gcPercent
 }
 
+// tuneMemory sets the runtime's soft memory limit to limit unless GOMEMLIMIT is set, and
+// returns the limit in force. gcPercent lets a small heap grow five-fold between collections;
+// this keeps a large one (uploads held, many sessions) from doing so: near the limit the
+// collector runs as often as it must.
+func tuneMemory(getenv func(string) string, limit int64) int64 {
+	if getenv("GOMEMLIMIT") != "" {
+		return debug.SetMemoryLimit(-1)
+	}
+	debug.SetMemoryLimit(limit)
+	return limit
+}
+
 // terminalNotice is the line elicitd writes when its stdin is a terminal.
 const terminalNotice = "elicitd: waiting for an MCP client on stdin (JSON-RPC, one message per line); " +
 	"an MCP host starts elicitd itself, see README.md (https://github.com/elicitd/elicitd). Ctrl-D ends."
@@ -68,10 +80,13 @@ const terminalNotice = "elicitd: waiting for an MCP client on stdin (JSON-RPC, o
 const maxFrameBytes = 16 << 20
 
 // shutdownWithin bounds how long ending the open questions may take; exitWithin bounds a
-// signalled exit as a whole (the README promises 5 s).
+// signalled exit as a whole, the replies' last moment to be written included (the README
+// promises 5 s; this keeps it under 2 s on a loaded machine). shutdownWithin leaves room in
+// exitWithin for the replies: the 200 ms they get before the hang-up, and the hang-up's own
+// grace (hangUpWriteGrace).
 const (
-	shutdownWithin = 4 * time.Second
-	exitWithin     = 4500 * time.Millisecond
+	shutdownWithin = 1 * time.Second
+	exitWithin     = 1500 * time.Millisecond
 )
 
 func run(args []string, getenv func(string) string, stdin io.Reader, stdout, stderr io.Writer) int {
@@ -87,6 +102,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stdout, "elicitd %s\n", version)
 		return 0
 	}
+	tuneMemory(getenv, cfg.memoryLimit)
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	opts := cfg.options()
 	opts.Logger = logger
@@ -162,12 +178,12 @@ func runHTTP(cfg config, opts options, logger *slog.Logger, stderr io.Writer) in
 	if host, _, _ := net.SplitHostPort(cfg.http.addr); cfg.page.url != "" || loopbackHost(host) {
 		// The page is served beside MCP; beyond loopback only behind the https proxy named.
 		base := cfg.page.base(ln.Addr())
-		opts.Pages = page.New(page.Options{Base: func() (string, error) { return base, nil }, MaxFileBytes: cfg.page.maxBytes, Logger: logger})
+		opts.Pages = page.New(cfg.page.options(func() (string, error) { return base, nil }, logger))
 	}
 	srv := newServer(opts, version)
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serveHTTP(ctx, srv, ln, cfg.http, logger); err != nil {
+	if err := serveHTTP(ctx, srv, ln, cfg.http, cfg.page.conn, logger); err != nil {
 		logger.Error("HTTP server failed", "error", err.Error())
 		return 1
 	}
@@ -191,6 +207,7 @@ type config struct {
 	http           httpConfig
 	page           pageConfig
 	pageWait       time.Duration
+	memoryLimit    int64
 }
 
 func (c config) options() options {
@@ -284,6 +301,27 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			c.page.maxBytes = int64(n)
 			return nil
 		}},
+		{"max-held-upload-bytes", "ELICITD_MAX_HELD_UPLOAD_BYTES", "the upload bytes elicitd's page holds at once, for all questions: files being sent and files kept for a re-send; a send over it is refused (413); at most --memory-limit less 64 MiB", "134217728", func(s string) error {
+			var n int
+			if err := intIn(&n, 1<<20, 1<<40)(s); err != nil {
+				return err
+			}
+			c.page.maxHeld = int64(n)
+			return nil
+		}},
+		{"memory-limit", "ELICITD_MEMORY_LIMIT", "bytes: the Go runtime's soft memory limit, near which it collects garbage as often as it must (GOMEMLIMIT, when set, wins)", "268435456", func(s string) error {
+			var n int
+			if err := intIn(&n, 64<<20, 1<<42)(s); err != nil {
+				return err
+			}
+			c.memoryLimit = int64(n)
+			return nil
+		}},
+		{"session-idle", "ELICITD_SESSION_IDLE", "with --http: a 2025-11-25 session whose client has sent nothing for this long ends, and its open questions end client_gone (a session with a call waiting on a person is not idle)", "30m", durationIn(&c.http.sessionIdle, time.Second, 24*time.Hour, false)},
+		{"max-sessions", "ELICITD_MAX_SESSIONS", "with --http: live 2025-11-25 sessions in all; an initialize over it gets a JSON-RPC error", "5000", intIn(&c.http.maxSessions, 1, 10_000_000)},
+		{"max-sessions-per-caller", "ELICITD_MAX_SESSIONS_PER_CALLER", "with --http: live 2025-11-25 sessions of one caller (a bearer token; without tokens, every client is one caller)", "1000", intIn(&c.http.maxPerCaller, 1, 10_000_000)},
+		{"conn-idle", "ELICITD_CONN_IDLE", "HTTP listeners (MCP and the page): a keep-alive connection idle this long between requests is closed", "2m", durationIn(&c.page.conn.idle, time.Second, time.Hour, false)},
+		{"body-timeout", "ELICITD_BODY_TIMEOUT", "HTTP listeners (MCP and the page): the most a request may take to send its body (a response that lasts, such as an SSE stream or a call waiting for a person, is not cut)", "1m", durationIn(&c.page.conn.body, time.Second, time.Hour, false)},
 		{"page-wait", "ELICITD_PAGE_WAIT", "2026-07-28 clients: how long a retry that accepted the page's link waits for the page to be sent before the link is shown again", "30s", durationIn(&c.pageWait, 100*time.Millisecond, 10*time.Minute, false)},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
@@ -344,6 +382,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if err := c.page.check(); err != nil {
 		return c, err
+	}
+	if c.page.maxHeld > c.memoryLimit-64<<20 {
+		return c, fmt.Errorf("--max-held-upload-bytes (%d) must leave at least 64 MiB under --memory-limit (%d): raise the limit with it", c.page.maxHeld, c.memoryLimit)
 	}
 	var err error
 	c.ups, err = ups.ConfigFromEnv(getenv)

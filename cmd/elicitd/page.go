@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/url"
 	"sync"
-	"time"
 
 	"github.com/elicitd/elicitd/page"
 )
@@ -19,6 +18,8 @@ type pageConfig struct {
 	addr     string // stdio: where the page listens once a question needs it; loopback
 	url      string // the URL the page is reached at, when not its own address (a TLS proxy in front)
 	maxBytes int64  // the largest file accepted
+	maxHeld  int64  // the upload bytes all links may hold at once
+	conn     connLimits
 }
 
 // check refuses a page reachable beyond this machine over plain HTTP: the MCP spec asks
@@ -43,6 +44,11 @@ func (pc pageConfig) check() error {
 	return nil
 }
 
+// options are the page server's options, with its base URL from base.
+func (pc pageConfig) options(base func() (string, error), log *slog.Logger) page.Options {
+	return page.Options{Base: base, MaxFileBytes: pc.maxBytes, MaxHeldBytes: pc.maxHeld, Logger: log}
+}
+
 // base is the page's URL for a listener at addr: the configured one, else its own.
 func (pc pageConfig) base(addr net.Addr) string {
 	if pc.url != "" {
@@ -65,7 +71,7 @@ type pageOnDemand struct {
 
 func newPageOnDemand(pc pageConfig, log *slog.Logger) *pageOnDemand {
 	p := &pageOnDemand{pc: pc, log: log}
-	p.pages = page.New(page.Options{Base: p.start, MaxFileBytes: pc.maxBytes, Logger: log})
+	p.pages = page.New(pc.options(p.start, log))
 	return p
 }
 
@@ -78,8 +84,7 @@ func (p *pageOnDemand) start() (string, error) {
 			p.log.Error("page not served", "error", p.err.Error())
 			return
 		}
-		p.hs = &http.Server{Handler: p.pages, ReadHeaderTimeout: 10 * time.Second,
-			ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelWarn)}
+		p.hs = p.pc.conn.server(p.pages, p.log)
 		p.base = p.pc.base(ln.Addr())
 		go func() { _ = p.hs.Serve(ln) }()
 		p.log.Info("serving elicitd's page", "address", ln.Addr().String())
