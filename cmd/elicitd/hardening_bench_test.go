@@ -592,8 +592,9 @@ func hbOpenSession(hc *http.Client, endpoint string) (string, error) {
 var hbGCTrace = regexp.MustCompile(`(?m)^gc (\d+) @([\d.]+)s .*?(\d+)->(\d+)->(\d+) MB, (\d+) MB goal.*$`)
 
 // BenchmarkAbandonedSessions opens 20,000 push-era sessions by hand (initialize, then
-// initialized, never DELETE) against an elicitd whose sessions end after 3 s idle (its
-// session caps raised to 30,000 so that none is refused), and reports its resident memory at
+// initialized, never DELETE) against an elicitd whose sessions end after 30 s idle, longer
+// than opening them all takes, so all 20,000 are held at once (its session caps raised to
+// 30,000 so that none is refused, and its memory limit to 1 GiB with them), and reports its resident memory at
 // the start, with the sessions held, and once the idle ones have ended, with how long that
 // took: it looks every 500 ms, for up to 3 minutes, for the RSS to come back within 50 MiB
 // of the start. elicitd hands the memory of many ended sessions back to the system on its
@@ -604,12 +605,12 @@ func BenchmarkAbandonedSessions(b *testing.B) {
 	const (
 		sessions = 20000
 		workers  = 64
-		idle     = 3 * time.Second
+		idle     = 30 * time.Second
 		within   = 50.0 // MiB
 		giveUp   = 3 * time.Minute
 	)
 	for range b.N {
-		s := startHTTP(b, "ELICITD_SESSION_IDLE=3s", "ELICITD_MAX_SESSIONS=30000", "ELICITD_MAX_SESSIONS_PER_CALLER=30000",
+		s := startHTTP(b, "ELICITD_SESSION_IDLE=30s", "ELICITD_MAX_SESSIONS=30000", "ELICITD_MAX_SESSIONS_PER_CALLER=30000", "ELICITD_MEMORY_LIMIT=1073741824",
 			"ELICITD_LOG_LEVEL=info", "GODEBUG=gctrace=1,scavtrace=1")
 		pid := s.cmd.Process.Pid
 		launched := time.Now() // about when elicitd's clock (gctrace's @) started
