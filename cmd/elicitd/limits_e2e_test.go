@@ -22,6 +22,21 @@ import (
 // capped, idle connections close, a body must arrive in time, and none of that cuts a
 // stream or a call that legitimately lasts.
 
+// askInBackground calls ask_user for a name on cs, and hands over its structured result (or
+// {"error": ...}) when it returns.
+func askInBackground(t *testing.T, cs *mcp.ClientSession) <-chan map[string]any {
+	done := make(chan map[string]any, 1)
+	go func() {
+		res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "Who?", "form": nameForm}})
+		if err != nil {
+			done <- map[string]any{"error": err.Error()}
+			return
+		}
+		done <- res.StructuredContent.(map[string]any)
+	}()
+	return done
+}
+
 // A session whose client has sent nothing for --session-idle ends; one whose call waits on a
 // person is not idle, and its call completes after the other has been reclaimed.
 func TestHTTPIdleSessionsEnd(t *testing.T) {
@@ -41,15 +56,7 @@ func TestHTTPIdleSessionsEnd(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { once.Do(func() { close(reclaimed) }) }) // a failed test lets the person go first
 	began := time.Now()
-	done := make(chan map[string]any, 1)
-	go func() {
-		res, err := busy.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "Who?", "form": nameForm}})
-		if err != nil {
-			done <- map[string]any{"error": err.Error()}
-			return
-		}
-		done <- res.StructuredContent.(map[string]any)
-	}()
+	done := askInBackground(t, busy)
 	require.Eventually(t, func() bool {
 		return strings.Contains(s.stderr.String(), `"HTTP session ended" session=`+idle.ID()) ||
 			strings.Contains(s.stderr.String(), "msg=\"HTTP session ended\" session="+idle.ID())
@@ -139,15 +146,7 @@ func TestHTTPConnectionLimitsSpareLongStreams(t *testing.T) {
 	var seen sync.Once
 	t.Cleanup(func() { seen.Do(func() { close(limitsSeen) }) }) // a failed test lets the person go first
 	began := time.Now()
-	done := make(chan map[string]any, 1)
-	go func() {
-		res, err := push.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "Who?", "form": nameForm}})
-		if err != nil {
-			done <- map[string]any{"error": err.Error()}
-			return
-		}
-		done <- res.StructuredContent.(map[string]any)
-	}()
+	done := askInBackground(t, push)
 
 	// The session's standalone SSE stream, opened by hand on its id.
 	req, err := http.NewRequest(http.MethodGet, s.url, nil)

@@ -242,9 +242,9 @@ func durationIn(dst *time.Duration, lo, hi time.Duration, zeroOK bool) func(stri
 	}
 }
 
-func intIn(dst *int, lo, hi int) func(string) error {
+func intIn[T int | int64](dst *T, lo, hi T) func(string) error {
 	return func(s string) error {
-		var n int
+		var n T
 		if _, err := fmt.Sscan(s, &n); err != nil || fmt.Sprint(n) != strings.TrimSpace(s) || n < lo || n > hi {
 			return fmt.Errorf("must be a whole number between %d and %d, got %q", lo, hi, s)
 		}
@@ -293,30 +293,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			c.page.url = strings.TrimSuffix(s, "/")
 			return nil
 		}},
-		{"max-file-bytes", "ELICITD_MAX_FILE_BYTES", "the largest file accepted on elicitd's page", "10485760", func(s string) error {
-			var n int
-			if err := intIn(&n, 1024, 1<<30)(s); err != nil {
-				return err
-			}
-			c.page.maxBytes = int64(n)
-			return nil
-		}},
-		{"max-held-upload-bytes", "ELICITD_MAX_HELD_UPLOAD_BYTES", "the upload bytes elicitd's page holds at once, for all questions: files being sent and files kept for a re-send; a send over it is refused (413); at most --memory-limit less 64 MiB", "134217728", func(s string) error {
-			var n int
-			if err := intIn(&n, 1<<20, 1<<40)(s); err != nil {
-				return err
-			}
-			c.page.maxHeld = int64(n)
-			return nil
-		}},
-		{"memory-limit", "ELICITD_MEMORY_LIMIT", "bytes: the Go runtime's soft memory limit, near which it collects garbage as often as it must (GOMEMLIMIT, when set, wins)", "268435456", func(s string) error {
-			var n int
-			if err := intIn(&n, 64<<20, 1<<42)(s); err != nil {
-				return err
-			}
-			c.memoryLimit = int64(n)
-			return nil
-		}},
+		{"max-file-bytes", "ELICITD_MAX_FILE_BYTES", "the largest file accepted on elicitd's page", "10485760", intIn(&c.page.maxBytes, 1024, 1<<30)},
+		{"max-held-upload-bytes", "ELICITD_MAX_HELD_UPLOAD_BYTES", "the upload bytes elicitd's page holds at once, for all questions: files being sent and files kept for a re-send; a send over it is refused (413); at most --memory-limit less 64 MiB", "134217728", intIn(&c.page.maxHeld, 1<<20, 1<<40)},
+		{"memory-limit", "ELICITD_MEMORY_LIMIT", "bytes: the Go runtime's soft memory limit, near which it collects garbage as often as it must (GOMEMLIMIT, when set, wins)", "268435456", intIn(&c.memoryLimit, 64<<20, 1<<42)},
 		{"session-idle", "ELICITD_SESSION_IDLE", "with --http: a 2025-11-25 session whose client has sent nothing for this long ends, and its open questions end client_gone (a session with a call waiting on a person is not idle)", "30m", durationIn(&c.http.sessionIdle, time.Second, 24*time.Hour, false)},
 		{"max-sessions", "ELICITD_MAX_SESSIONS", "with --http: live 2025-11-25 sessions in all; an initialize over it gets a JSON-RPC error", "5000", intIn(&c.http.maxSessions, 1, 10_000_000)},
 		{"max-sessions-per-caller", "ELICITD_MAX_SESSIONS_PER_CALLER", "with --http: live 2025-11-25 sessions of one caller (a bearer token; without tokens, every client is one caller)", "1000", intIn(&c.http.maxPerCaller, 1, 10_000_000)},
