@@ -83,6 +83,7 @@ func TestOutcomeErrorCodes(t *testing.T) {
 		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.ClientGone}, CodeCancelled},
 		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.UserCancelled}, CodeCancelled},
 		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.InvalidResponse, Err: errors.New(`action "ok"`)}, CodeInvalidResponse},
+		{elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.TooManyRounds, Rounds: 20}, CodeTooManyRounds},
 	}
 	for _, c := range cases {
 		e := OutcomeError(c.o)
@@ -99,6 +100,8 @@ func TestOutcomeErrorCodes(t *testing.T) {
 	assert.Contains(t, OutcomeError(cases[3].o).Message, "pipe")
 	assert.Contains(t, OutcomeError(cases[6].o).Message, `action "ok"`)
 	assert.Equal(t, "invalid_response", OutcomeError(cases[6].o).Reason)
+	assert.Contains(t, OutcomeError(cases[7].o).Message, "after 20 rounds")
+	assert.Equal(t, "too_many_rounds", OutcomeError(cases[7].o).Reason)
 }
 
 func TestClamp(t *testing.T) {

@@ -23,11 +23,23 @@
 //
 // # Asking in rounds
 //
-// A Question's Then runs after each valid answer and decides: finish (with the answers as
-// Data and a result of the tool's own type as Value), ask a follow-up made with Step, or end
-// with an error (Next.Err), which the tool gets back as its error and which is not counted
-// as a completed question. Reprompt words the message after an invalid answer. Valid answers
-// are kept across a re-prompt and a Step follow-up: only the fields at fault are asked again.
+// One question may take several rounds (prompts): a form's conditional fields are asked in
+// a follow-up round once the field they depend on is answered; fields only elicitd's page
+// may ask (secrets, files) in a round of their own on the page; and a Question's Then runs
+// after each valid answer and decides: finish (with a result of the tool's own type as
+// Value), ask a follow-up made with FollowUp (or a typed form's FollowUp), or end with an
+// error (Next.Err), which the tool gets back as its error and which is not counted as a
+// completed question. Every round's answers are kept, merged: Then sees them all, and so
+// does the caller (Ask's data; a typed form's Decode reads its own fields from them, and
+// Form.AskThen returns both). Reprompt words the message after an invalid answer. Valid
+// answers are kept across a re-prompt: only the fields at fault are asked again.
+//
+// Attempts count invalid answers, and nothing else: the first prompt is attempt 1, and
+// each invalid answer earns a re-prompt, the next attempt, up to MaxAttempts; a follow-up
+// round, or a round on the page, is not an attempt. A person who answers every round
+// correctly never ends a question with ELICITATION_MAX_RETRIES. Options.MaxRounds bounds
+// the rounds one question may take (20 by default), every prompt counted, so a Then that
+// keeps asking ends with ELICITATION_TOO_MANY_ROUNDS rather than keep a person answering.
 //
 // # Owners
 //
@@ -69,7 +81,7 @@
 //
 // Answers are normalised and checked by the form (package validator); an invalid answer
 // earns a re-prompt listing the problems, for only the fields at fault, up to
-// MaxAttempts; a deadline ends the question as a timeout; the registry bounds how many
+// MaxAttempts; the rounds are bounded by MaxRounds; a deadline ends the question as a timeout; the registry bounds how many
 // questions live and how fast an owner starts them, and ends an owner's questions when its
 // client session ends. Every refusal a tool returns has one shape, Error, whose codes are
 // stable API.

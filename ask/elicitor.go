@@ -35,13 +35,23 @@ const PullEra = "2026-07-28"
 
 // Options configure an Elicitor. Zero values take the defaults noted.
 type Options struct {
-	Clock       clock.Clock   // the real clock
-	Timeout     time.Duration // per question, and the most a question may ask for; 10m
-	MaxAttempts int           // prompts per question, and the most a question may ask for; 3
-	Rate        rate.Limit    // questions an owner may start per second; 0: no limit
-	Burst       int           // with Rate
-	MaxLive     int           // live questions across all owners; 0: no cap
-	Keepalive   time.Duration // push era: progress notifications while waiting, if the call has a token; 0: none
+	Clock   clock.Clock   // the real clock
+	Timeout time.Duration // per question, and the most a question may ask for; 10m
+	// MaxAttempts bounds the attempts at a valid answer per question: the first prompt is
+	// attempt 1, each invalid answer earns the next, and an invalid answer to the last
+	// ends the question with ELICITATION_MAX_RETRIES. A follow-up round (conditional
+	// fields, a Then's FollowUp, the page) is not an attempt. It is also the most a
+	// question may ask for. 0: elicitation.DefaultMaxAttempts (3).
+	MaxAttempts int
+	// MaxRounds bounds the rounds (prompts) one question may take, re-prompts and
+	// follow-ups included: past it the question ends with ELICITATION_TOO_MANY_ROUNDS, so a
+	// Then that keeps asking cannot keep a person answering for ever. 0:
+	// elicitation.DefaultMaxRounds (20).
+	MaxRounds int
+	Rate      rate.Limit    // questions an owner may start per second; 0: no limit
+	Burst     int           // with Rate
+	MaxLive   int           // live questions across all owners; 0: no cap
+	Keepalive time.Duration // push era: progress notifications while waiting, if the call has a token; 0: none
 	// PullIdle, when positive, ends a pull-era question as abandoned when the client has
 	// not come back with the answer to a round for this long, to free its slot before the
 	// deadline. Every time left shown (the prompt's DeadlineKey, list_elicitations) is the
@@ -71,6 +81,7 @@ type Elicitor struct {
 	signer      stateSigner
 	timeout     time.Duration
 	maxAttempts int
+	maxRounds   int
 	keepalive   time.Duration
 	pullIdle    time.Duration
 	log         *slog.Logger
@@ -108,6 +119,9 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	if o.MaxAttempts == 0 {
 		o.MaxAttempts = elicitation.DefaultMaxAttempts
 	}
+	if o.MaxRounds == 0 {
+		o.MaxRounds = elicitation.DefaultMaxRounds
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
@@ -117,7 +131,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 		_, _ = rand.Read(key)
 	}
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), idPrefix: rand.Text()[:13] + "-", timeout: o.Timeout, maxAttempts: o.MaxAttempts,
-		keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}}
+		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}}
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
 	server.AddSendingMiddleware(attachWireSchema)
 	server.AddReceivingMiddleware(el.middleware)
@@ -239,7 +253,7 @@ func (el *Elicitor) ended(_ string, o elicitation.Outcome) {
 	}
 	// Never the values the person typed: ids, names and counts only.
 	el.log.Info("elicitation finished", "id", o.ID, "tool", o.Tool, "state", o.State.String(),
-		"reason", o.Reason.String(), "attempts", o.Attempts, "duration", d.Round(time.Millisecond).String())
+		"reason", o.Reason.String(), "attempts", o.Attempts, "rounds", o.Rounds, "duration", d.Round(time.Millisecond).String())
 }
 
 // AnswerPercentiles returns the p50 and p99 of recent times to a completed answer, over n
@@ -261,8 +275,11 @@ type Question struct {
 	Title   string              // a short name for listings and logs; never an answer value
 	Message string              // what is asked and why, shown above the form
 	Form    *validator.Compiled // the fields; see validator.Compile and NewForm
-	// Then, when set, decides what follows each valid answer: finish, or a follow-up round
-	// (which counts as an attempt). It runs on the question's own goroutine.
+	// Then, when set, decides what follows each valid answer: finish, a follow-up round
+	// (FollowUp, or a typed form's FollowUp), or an error. It gets every answer so far,
+	// each round's merged, and so does the caller at the end (Ask's data, the outcome's
+	// Data). A follow-up is not an attempt: only invalid answers use those, and
+	// Options.MaxRounds bounds the rounds. It runs on the question's own goroutine.
 	Then elicitation.Continuation
 	// Wire, when set, is sent and checked in place of Form (a fixture's exact schema, or a
 	// form that lets every answer through to Then). By default Form is asked keeping the
@@ -273,17 +290,19 @@ type Question struct {
 	// Nil: the problems, a blank line, then Message.
 	Reprompt    func(errs []validator.FieldError, asked int) string
 	Timeout     time.Duration // 0: the Elicitor's; clamped to [1s, the Elicitor's]
-	MaxAttempts int           // 0: the Elicitor's; clamped to [1, the Elicitor's]
+	MaxAttempts int           // attempts (see Options.MaxAttempts); 0: the Elicitor's; clamped to [1, the Elicitor's]
 	// Missing is what the error for a client without form elicitation lists; Form's
 	// fields when nil.
 	Missing []Missing
 }
 
 // Ask puts q to the person behind the tool call whose context ctx is (a handler registered
-// with AddTool or Elicitor.Handler), waits, and returns the validated answer. When the
-// question does not complete, the error is an *Error: test it with errors.Is against
-// ErrDeclined, ErrCancelled, ErrTimeout, ErrMaxAttempts and ErrUnsupported, or return it
-// from the handler, which sends its payload to the client.
+// with AddTool or Elicitor.Handler), waits, and returns the validated answers: every
+// round's, merged (conditional fields' and follow-ups' included), or what q.Then made of
+// them (Next.Data). When the question does not complete, the error is an *Error: test it
+// with errors.Is against ErrDeclined, ErrCancelled, ErrTimeout, ErrMaxAttempts,
+// ErrTooManyRounds and ErrUnsupported, or return it from the handler, which sends its
+// payload to the client.
 func Ask(ctx context.Context, q Question) (map[string]any, error) {
 	o, err := Outcome(ctx, q)
 	if err != nil {
@@ -296,7 +315,8 @@ func Ask(ctx context.Context, q Question) (map[string]any, error) {
 }
 
 // FollowUp is a follow-up step for a Then to ask (in elicitation.Next.FollowUp): form is asked as a
-// Question's Form is, keeping the valid answers of an invalid one.
+// Question's Form is, keeping the valid answers of an invalid one. Its answers are merged
+// into the question's data, beside the earlier rounds'. It is a new round, not an attempt.
 func FollowUp(message string, form *validator.Compiled) *elicitation.Step {
 	return &elicitation.Step{Message: message, Form: keepForm{form}}
 }
@@ -322,7 +342,8 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		return elicitation.Outcome{}, el.unsupported(q)
 	}
 	spec := elicitation.Spec{Title: q.Title, Tool: c.req.Params.Name, Message: q.Message, Continue: q.Then,
-		Timeout: clamp(q.Timeout, time.Second, el.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, el.maxAttempts)}
+		Timeout: clamp(q.Timeout, time.Second, el.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, el.maxAttempts),
+		MaxRounds: el.maxRounds}
 	if q.Reprompt != nil {
 		spec.Reprompt = func(errs []validator.FieldError, next elicitation.CompiledForm) string {
 			n := 0
@@ -598,7 +619,7 @@ func (c *call) next(ctx context.Context) result {
 			return *ev.end
 		}
 		pr := ev.prompt
-		if _, over := pr.Elicitation.Outcome(); over || pr.Round != pr.Elicitation.Snapshot().Attempt {
+		if _, over := pr.Elicitation.Outcome(); over || pr.Round != pr.Elicitation.Snapshot().Round {
 			continue // superseded while queued, or ended: the handler says what follows
 		}
 		return c.hand(ctx, pr)
@@ -795,14 +816,17 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result
 
 // rounds asks a form with conditional fields: after each valid answer, the fields whose
 // condition now holds are asked in a follow-up round that keeps every answer so far; once
-// none is left, then (if set) decides what follows.
+// none is left, then (if set) decides what follows, for this and every later answer (the
+// rounds of then's own follow-ups).
 func rounds(form *validator.Compiled, message string, then elicitation.Continuation, forms bool) elicitation.Continuation {
-	cur := form // owned by the question's goroutine, which runs every call
+	cur := form // owned by the question's goroutine, which runs every call; nil once done
 	return func(data map[string]any) elicitation.Next {
-		if next := cur.Next(data); next != nil {
-			cur = next
-			// A new round of the same question, not a second try.
-			return elicitation.Next{Data: data, FollowUp: &elicitation.Step{Message: message, Form: asked(next, forms)}, Free: true}
+		if cur != nil {
+			if next := cur.Next(data); next != nil {
+				cur = next
+				return elicitation.Next{FollowUp: &elicitation.Step{Message: message, Form: asked(next, forms)}}
+			}
+			cur = nil
 		}
 		if then != nil {
 			return then(data)
@@ -968,9 +992,12 @@ func clientGone(err error) bool {
 		errors.Is(err, syscall.EPIPE) || errors.Is(err, syscall.ECONNRESET)
 }
 
-// FrameTooLarge is the message of the JSON-RPC error a transport delivers in place of a
-// reply too large to read (elicitd's stdio transport does): for an elicitation, an answer
-// over the size limit, which earns a re-prompt like any other.
+// FrameTooLarge is for authors of an MCP transport that limits the size of a message, as
+// elicitd's own stdio transport does; a program that serves with the SDK's transports
+// never needs it. Such a transport, when a push-era reply is too large to read, delivers
+// in its place a JSON-RPC error response with this message (and the reply's id). Ask
+// takes that error as an answer too large to check, which earns a re-prompt like any
+// invalid answer, rather than as a failed transport, which would end the question.
 const FrameTooLarge = "the message is larger than the frame limit"
 
 // wireSchemaKey carries a push-era prompt's wire schema from pushPrompter to attachWireSchema.

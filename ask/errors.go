@@ -13,11 +13,15 @@ import (
 
 // Error codes. They are stable API.
 const (
-	CodeUnsupported         = "ELICITATION_UNSUPPORTED"
-	CodeDeclined            = "ELICITATION_DECLINED"
-	CodeCancelled           = "ELICITATION_CANCELLED"
-	CodeTimeout             = "ELICITATION_TIMEOUT"
-	CodeMaxRetries          = "ELICITATION_MAX_RETRIES"
+	CodeUnsupported = "ELICITATION_UNSUPPORTED"
+	CodeDeclined    = "ELICITATION_DECLINED"
+	CodeCancelled   = "ELICITATION_CANCELLED"
+	CodeTimeout     = "ELICITATION_TIMEOUT"
+	CodeMaxRetries  = "ELICITATION_MAX_RETRIES"
+	// CodeTooManyRounds: the question took Options.MaxRounds rounds and its tool still
+	// asked for more (a Then that kept asking follow-ups), so it was ended. Reason
+	// "too_many_rounds"; the answers are not a result.
+	CodeTooManyRounds       = "ELICITATION_TOO_MANY_ROUNDS"
 	CodeFailed              = "ELICITATION_FAILED"
 	CodeInvalidResponse     = "ELICITATION_INVALID_RESPONSE"
 	CodeInvalidForm         = "INVALID_FORM"
@@ -63,6 +67,8 @@ var (
 	ErrCancelled   = &Error{Code: CodeCancelled}   // cancelled: by the person, the agent, shutdown, a vanished client
 	ErrTimeout     = &Error{Code: CodeTimeout}     // the deadline passed
 	ErrMaxAttempts = &Error{Code: CodeMaxRetries}  // no valid answer within the attempts allowed
+	// ErrTooManyRounds: the tool kept asking past the rounds allowed (Options.MaxRounds).
+	ErrTooManyRounds = &Error{Code: CodeTooManyRounds}
 )
 
 // Errorf returns an Error with code, reason and a formatted message.
@@ -122,6 +128,8 @@ func OutcomeError(o elicitation.Outcome) *Error {
 		e.Code, e.Message = CodeDeclined, "the person declined to answer"
 	case o.Reason == elicitation.MaxAttempts:
 		e.Code, e.Message = CodeMaxRetries, fmt.Sprintf("no valid answer after %d attempts", o.Attempts)
+	case o.Reason == elicitation.TooManyRounds:
+		e.Code, e.Message = CodeTooManyRounds, fmt.Sprintf("the question was ended after %d rounds, the most one question may take; the tool kept asking for more", o.Rounds)
 	case o.Reason == elicitation.TransportError:
 		e.Code, e.Message = CodeFailed, "the question could not be delivered or answered"
 		if o.Err != nil {

@@ -66,13 +66,14 @@ func ExampleAddTool() {
 
 // NewForm checks a struct's tags when the tool is registered, not when it is called.
 func ExampleNewForm() {
-	type Secret struct {
-		Password string `json:"password" form:"password"`
+	type Login struct {
+		User  string `json:"user" form:"required,minlen=20,maxlen=10"`
+		Token string `json:"token" form:"sensitive,required"` // asked on elicitd's page
 	}
-	_, err := ask.NewForm[Secret]("Login")
+	_, err := ask.NewForm[Login]("Login")
 	fmt.Println(err)
 	// Output:
-	// ask: form of ask_test.Secret: field Password: is sensitive (a password): the MCP spec forbids asking for secrets in form mode
+	// ask: form of ask_test.Login: invalid form definition (1 problem); user: has min_length 20 greater than max_length 10
 }
 
 // The wire schema of a typed form: what the client shows. The conditional field waits for

@@ -230,6 +230,8 @@ func TestManagementIsScopedToTheOwner(t *testing.T) {
 	assert.Equal(t, "ship", q["tool"])
 	assert.Equal(t, "Address", q["title"])
 	assert.Equal(t, "active", q["state"])
+	assert.EqualValues(t, 1, q["round"])
+	assert.EqualValues(t, 1, q["attempt"])
 	assert.Equal(t, "2026-11-23T12:01:00Z", q["deadline"])
 	id := q["id"].(string)
 

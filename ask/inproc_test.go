@@ -17,6 +17,7 @@ import (
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/elicittest"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Booking is a typed form with most of what a form can say.
@@ -249,8 +250,14 @@ func TestAskOutsideARegisteredHandler(t *testing.T) {
 }
 
 func TestTypedFormsFailWhenRegistered(t *testing.T) {
-	type secret struct {
-		Password string `json:"password" form:"password"`
+	type fileFormat struct {
+		Doc validator.Upload `json:"doc" form:"format=date"`
+	}
+	type fileSize struct {
+		Doc *validator.Upload `json:"doc" form:"max_bytes=0"`
+	}
+	type acceptText struct {
+		S string `json:"s" form:"accept=image/*"`
 	}
 	type weird struct {
 		M map[string]int `json:"m"`
@@ -275,7 +282,9 @@ func TestTypedFormsFailWhenRegistered(t *testing.T) {
 		err  error
 		want string
 	}{
-		{fst(ask.NewForm[secret]("")), "field Password: is sensitive"},
+		{fst(ask.NewForm[fileFormat]("")), `field Doc: format "date" does not apply to a file`},
+		{fst(ask.NewForm[fileSize]("")), `field Doc: form tag max_bytes="0": expected a whole number of bytes`},
+		{fst(ask.NewForm[acceptText]("")), "s: has accept or max_bytes, but those apply only to file fields"},
 		{fst(ask.NewForm[weird]("")), "field M: has type map[string]int, which a form cannot ask"},
 		{fst(ask.NewForm[badTag]("")), `field N: form tag has unknown option "reqired"`},
 		{fst(ask.NewForm[badNum]("")), `field N: form tag min="x": expected a finite number`},
@@ -288,7 +297,7 @@ func TestTypedFormsFailWhenRegistered(t *testing.T) {
 		require.True(t, errors.As(c.err, &fe), "%v", c.err)
 		assert.Contains(t, c.err.Error(), c.want)
 	}
-	assert.Panics(t, func() { ask.MustForm[secret]("") })
+	assert.Panics(t, func() { ask.MustForm[fileFormat]("") })
 }
 
 func fst[T any](_ T, err error) error { return err }

@@ -24,7 +24,8 @@ type listedElicitation struct {
 	Tool        string  `json:"tool"`
 	Title       string  `json:"title,omitempty"`
 	State       string  `json:"state"`
-	Attempt     int     `json:"attempt"`
+	Round       int     `json:"round"`   // prompts so far, follow-ups included
+	Attempt     int     `json:"attempt"` // 1 plus the invalid answers so far
 	MaxAttempts int     `json:"max_attempts"`
 	AgeSeconds  float64 `json:"age_seconds"`
 	Deadline    string  `json:"deadline"`
@@ -47,7 +48,7 @@ type extendInput struct {
 // ids of others are not found.
 func (el *Elicitor) AddManagement(server *mcp.Server) {
 	manage(el, server, "list_elicitations", "List open questions",
-		"List the questions this session is still waiting on: id, tool, state, attempt, age and deadline.", el.list)
+		"List the questions this session is still waiting on: id, tool, state, round, attempt, age and deadline.", el.list)
 	manage(el, server, "cancel_elicitation", "Cancel a question",
 		"Cancel one of this session's open questions by id; the tool call waiting on it returns.", el.cancelOne)
 	manage(el, server, "extend_elicitation", "Give more time",
@@ -79,7 +80,7 @@ func (el *Elicitor) list(owner string, _ listInput) (any, error) {
 	out := []listedElicitation{}
 	for _, snap := range el.reg.List(owner, elicitation.Pending, elicitation.Active) {
 		out = append(out, listedElicitation{ID: snap.ID, Tool: snap.Tool, Title: snap.Title, State: snap.State.String(),
-			Attempt: snap.Attempt, MaxAttempts: snap.MaxAttempts, AgeSeconds: now.Sub(snap.Created).Seconds(),
+			Round: snap.Round, Attempt: snap.Attempt, MaxAttempts: snap.MaxAttempts, AgeSeconds: now.Sub(snap.Created).Seconds(),
 			Deadline: snap.Deadline.UTC().Format(time.RFC3339)})
 	}
 	return map[string]any{"elicitations": out}, nil

@@ -24,8 +24,9 @@ type Tool struct {
 	handle      func(ctx context.Context, args json.RawMessage) (any, error)
 }
 
-// Text is a result sent as plain text content, where any other result is sent as JSON
-// (structured content, and the same JSON as text).
+// Text is a result for a NewTool or RawTool handler to return: it is sent as plain text
+// content, where any other result is sent as JSON (structured content, and the same JSON
+// as text).
 type Text string
 
 // NewTool describes a tool whose arguments decode into In and whose result is Out. The
@@ -91,10 +92,12 @@ func (el *Elicitor) Add(server *mcp.Server, tools ...Tool) {
 	}
 }
 
-// Private is a tool result whose text differs from its structured content: Structured is
-// sent as the structured content, and Text, as JSON, is the text, which hosts may show the
-// model, put in a transcript or log. It is for results that hold what only the program
-// should read, a secret typed on elicitd's page, say, or a file's bytes.
+// Private is a result for a NewTool or RawTool handler to return when its text must differ
+// from its structured content: Structured is sent as the structured content, and Text, as
+// JSON, as the text content, which hosts may show the model, put in a transcript or log.
+// It is for results that hold what only the program should read, a secret typed on
+// elicitd's page, say, or a file's bytes: Text leaves them out. (A handler added with
+// AddTool builds its own result, and leaves them out of its content itself.)
 type Private struct {
 	Structured any
 	Text       any

@@ -2,7 +2,6 @@ package ask
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"math"
 	"reflect"
@@ -10,18 +9,18 @@ import (
 	"strings"
 	"time"
 
+	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/validator"
 )
 
 // Form is a form derived from the exported fields of a struct type T; its Ask returns the
 // answer as a T. Build it once, when the tool is registered, with NewForm or MustForm: a
-// field of an unsupported type, a bad tag or a sensitive field fails there, never at call
-// time.
+// field of an unsupported type or a bad tag fails there, never at call time.
 //
 // Each field is one question, named by its json tag (or its Go name); "-" leaves it out.
 // Supported types: string, bool, the integer and float types, []string (a multi-select,
-// with options), time.Time (a date-time, or a date with format=date), and pointers to
-// these (nil when the person leaves the field blank). Tags:
+// with options), time.Time (a date-time, or a date with format=date), validator.Upload (a
+// file), and pointers to these (nil when the person leaves the field blank). Tags:
 //
 //	label:"Country"                    shown to the person (default: the name)
 //	description:"Where it ships to"    help text under the field
@@ -35,9 +34,16 @@ import (
 //	form:"required,min=1,max=10,minlen=2,maxlen=40,min_items=1,max_items=3,
 //	      exclusive_min=0,exclusive_max=100,format=email|url|date|date-time,
 //	      case=upper|lower,multiline,private_hosts,default=US"
+//	form:"sensitive"                   a secret (an API key): never echoed, logged or quoted
+//	form:"password"                    a secret shown as a password input
+//	form:"accept=application/pdf|image/*,max_bytes=1048576"   a file's media types and size
 //
-// A "sensitive" form option or a password widget is refused: the MCP spec forbids asking
-// for secrets in form mode.
+// Secrets and files are never asked in form mode (the MCP spec forbids secrets there, and
+// a form has no file type): they are asked on elicitd's page, in URL mode, after the other
+// fields, and the answer is still one T. That needs an Elicitor with Options.Pages and a
+// client that declares URL elicitation; without them Ask fails with
+// ELICITATION_UNSUPPORTED, naming the fields. A tool's result text may be shown to the
+// model or logged: keep secrets and files' bytes out of it (see Private).
 type Form[T any] struct {
 	compiled *validator.Compiled
 	fields   []typedField
@@ -118,7 +124,46 @@ func (f *Form[T]) Ask(ctx context.Context, message string) (T, error) {
 	return f.Decode(data)
 }
 
-// Decode turns a validated answer to the form into a T.
+// AskThen asks the form with message, as Ask does, in one question with the follow-up
+// rounds then asks: after each valid answer, then gets the form's answer as a T and every
+// answer so far (data, the follow-ups' included) and decides what follows, as
+// Question.Then does: finish (elicitation.Next{}), ask a follow-up (another form's
+// FollowUp, or the package's FollowUp), or end with an error (Next.Err, which AskThen
+// returns). Follow-ups are rounds, not attempts.
+//
+// It returns every round's answers: the form's as a T, and all of them as data, from which
+// each follow-up form's Decode reads its own.
+func (f *Form[T]) AskThen(ctx context.Context, message string, then func(answer T, data map[string]any) elicitation.Next) (T, map[string]any, error) {
+	var zero T
+	if then == nil {
+		then = func(T, map[string]any) elicitation.Next { return elicitation.Next{} }
+	}
+	data, err := Ask(ctx, Question{Title: f.compiled.Title(), Message: message, Form: f.compiled,
+		Then: func(data map[string]any) elicitation.Next {
+			v, err := f.Decode(data)
+			if err != nil {
+				return elicitation.Next{Err: err}
+			}
+			return then(v, data)
+		}})
+	if err != nil {
+		return zero, nil, err
+	}
+	v, err := f.Decode(data)
+	if err != nil {
+		return zero, nil, err
+	}
+	return v, data, nil
+}
+
+// FollowUp asks the form as a follow-up round of another question, for a Then (or an
+// AskThen) to return in elicitation.Next.FollowUp; like the package's FollowUp, it keeps
+// the valid answers of an invalid one. Its answers join the question's data, beside the
+// earlier rounds': Decode reads them back as a T.
+func (f *Form[T]) FollowUp(message string) *elicitation.Step { return FollowUp(message, f.compiled) }
+
+// Decode turns a validated answer to the form into a T. Keys of other forms (the other
+// rounds of a question) are ignored.
 func (f *Form[T]) Decode(data map[string]any) (T, error) {
 	var out T
 	rv := reflect.ValueOf(&out).Elem()
@@ -140,9 +185,20 @@ func (f *Form[T]) Decode(data map[string]any) (T, error) {
 	return out, nil
 }
 
-var timeType = reflect.TypeFor[time.Time]()
+var (
+	timeType   = reflect.TypeFor[time.Time]()
+	uploadType = reflect.TypeFor[validator.Upload]()
+)
 
 func assign(dst reflect.Value, v any) error {
+	if dst.Type() == uploadType {
+		u, ok := v.(*validator.Upload)
+		if !ok || u == nil {
+			return fmt.Errorf("is a %T, not a file", v)
+		}
+		dst.Set(reflect.ValueOf(*u))
+		return nil
+	}
 	if dst.Type() == timeType {
 		s, _ := v.(string)
 		t, err := time.Parse(time.RFC3339, s)
@@ -224,9 +280,6 @@ func fieldOf(sf reflect.StructField) (fd validator.Field, skip bool, err error) 
 			return fd, false, err
 		}
 	}
-	if fd.Sensitive || fd.Widget == "password" {
-		return fd, false, errors.New("is sensitive (a password): the MCP spec forbids asking for secrets in form mode")
-	}
 	if raw, ok := sf.Tag.Lookup("options"); ok {
 		for _, part := range strings.Split(raw, ";") {
 			value, title, _ := strings.Cut(strings.TrimSpace(part), "=")
@@ -249,6 +302,12 @@ func fieldOf(sf reflect.StructField) (fd validator.Field, skip bool, err error) 
 		fd.Compare = &validator.Comparison{Op: op, Field: strings.TrimSpace(other)}
 	}
 	switch {
+	case t == uploadType:
+		if format != "" {
+			return fd, false, fmt.Errorf("format %q does not apply to a file", format)
+		}
+		fd.Type = validator.File
+		return fd, false, nil
 	case t == timeType:
 		fd.Type = validator.DateTime
 		if format == "date" {
@@ -293,7 +352,7 @@ func fieldOf(sf reflect.StructField) (fd validator.Field, skip bool, err error) 
 		}
 		fd.Type = validator.MultiSelect
 	default:
-		return fd, false, fmt.Errorf("has type %s, which a form cannot ask; use string, bool, a number, []string with options, time.Time or a pointer to one", sf.Type)
+		return fd, false, fmt.Errorf("has type %s, which a form cannot ask; use string, bool, a number, []string with options, time.Time, validator.Upload or a pointer to one", sf.Type)
 	}
 	if fd.Type != validator.Select && fd.Type != validator.MultiSelect && len(fd.Options) > 0 {
 		return fd, false, fmt.Errorf("has options, but only a string or []string field takes them")
@@ -427,6 +486,14 @@ func (o formOption) apply(fd *validator.Field, format *string) error {
 		return whole(&fd.MinItems)
 	case "max_items":
 		return whole(&fd.MaxItems)
+	case "accept":
+		fd.Accept = strings.Split(o.value, "|")
+	case "max_bytes":
+		n, err := strconv.ParseInt(o.value, 10, 64)
+		if err != nil || n < 1 {
+			return fmt.Errorf("form tag max_bytes=%q: expected a whole number of bytes, at least 1", o.value)
+		}
+		fd.MaxBytes = n
 	case "format":
 		*format = o.value
 	case "case":
@@ -434,7 +501,7 @@ func (o formOption) apply(fd *validator.Field, format *string) error {
 	case "default":
 		fd.Default = o.value
 	default:
-		return fmt.Errorf("form tag has unknown option %q; expected required, min, max, exclusive_min, exclusive_max, minlen, maxlen, min_items, max_items, format, case, multiline, private_hosts or default", o.key)
+		return fmt.Errorf("form tag has unknown option %q; expected required, min, max, exclusive_min, exclusive_max, minlen, maxlen, min_items, max_items, format, case, multiline, password, sensitive, private_hosts, accept, max_bytes or default", o.key)
 	}
 	return nil
 }

@@ -3,6 +3,7 @@ package elicitation
 import (
 	"context"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -33,11 +34,15 @@ type Env struct {
 //
 // # Rules
 //
-//   - Every prompt counts as an attempt, the first included. An invalid answer earns the next
-//     prompt, whose message starts with the field errors, while attempts remain; with none
-//     left the elicitation is Cancelled with reason MaxAttempts and the last errors. A valid
-//     answer goes to the Continuation, which completes the elicitation or asks a follow-up
-//     (another attempt; with none left, Cancelled with MaxAttempts and the data so far).
+//   - Every prompt is a round, numbered from 1; an answer names the round it answers.
+//   - An invalid answer uses an attempt: it earns a re-prompt (a new round and a new
+//     attempt), whose message starts with the field errors, while attempts remain; an
+//     invalid answer to the last attempt ends the elicitation as Cancelled with reason
+//     MaxAttempts and the last errors. Nothing else uses an attempt.
+//   - A valid answer is merged into the data so far and goes to the Continuation, which
+//     completes the elicitation or asks a follow-up: a new round, not a new attempt.
+//   - Spec.MaxRounds bounds the rounds: when a follow-up or a re-prompt would pass it, the
+//     elicitation ends as Cancelled with reason TooManyRounds and the data so far.
 //   - The outcome is fixed exactly once. After that every Answer, Cancel and Extend returns
 //     ErrFinished and changes nothing.
 //   - The deadline and an event that arrive together: the actor reads the injected clock as it
@@ -52,6 +57,7 @@ type Elicitation struct {
 	created     time.Time
 	latest      time.Time // the latest deadline Extend may set
 	maxAttempts int
+	maxRounds   int
 	prompter    Prompter
 	cont        Continuation
 	reprompt    func([]validator.FieldError, CompiledForm) string
@@ -63,7 +69,7 @@ type Elicitation struct {
 	done  chan struct{}
 
 	// Published by the actor for Snapshot; read by anyone.
-	status     atomic.Uint64 // state | reason<<8 | attempt<<16
+	status     atomic.Uint64 // state | reason<<8 | attempt<<16 | round<<32
 	deadlineNs atomic.Int64
 	asking     atomic.Pointer[asked] // the current prompt's round and form
 
@@ -73,7 +79,9 @@ type Elicitation struct {
 	idle     time.Duration // Spec.Idle
 	idleAt   time.Time     // with idle: the unanswered prompt is abandoned then
 	step     Step
-	attempt  int
+	round    int            // prompts emitted
+	attempt  int            // 1 + invalid answers that earned a re-prompt, once the first prompt is out
+	data     map[string]any // the data so far: every valid answer, merged
 	outcome  Outcome
 }
 
@@ -128,6 +136,7 @@ func Start(id string, spec Spec, env Env) (*Elicitation, error) {
 		created:     now,
 		latest:      now.Add(spec.MaxLifetime),
 		maxAttempts: spec.MaxAttempts,
+		maxRounds:   spec.MaxRounds,
 		prompter:    spec.Prompter,
 		cont:        spec.Continue,
 		reprompt:    spec.Reprompt,
@@ -190,7 +199,9 @@ func (e *Elicitation) Snapshot() Snapshot {
 		State:       State(st & 0xff),
 		Reason:      Reason(st >> 8 & 0xff),
 		Attempt:     int(st >> 16 & 0xffff),
-		MaxAttempts: int(st >> 32 & 0xffff),
+		Round:       int(st >> 32 & 0xffff),
+		MaxAttempts: e.maxAttempts,
+		MaxRounds:   e.maxRounds,
 		Created:     e.created,
 		Deadline:    time.Unix(0, e.deadlineNs.Load()),
 	}
@@ -276,6 +287,7 @@ func (e *Elicitation) run() {
 	if e.group != nil {
 		defer e.group.Done()
 	}
+	e.attempt = 1
 	e.emit(nil)
 	for {
 		select {
@@ -319,8 +331,8 @@ func (e *Elicitation) handle(ev event) (ended bool) {
 }
 
 func (e *Elicitation) answer(a Answer, now time.Time) error {
-	if a.Round != e.attempt {
-		return fmt.Errorf("%w: the answer is for prompt %d, the current prompt is %d", ErrStaleRound, a.Round, e.attempt)
+	if a.Round != e.round {
+		return fmt.Errorf("%w: the answer is for prompt %d, the current prompt is %d", ErrStaleRound, a.Round, e.round)
 	}
 	switch a.Action {
 	case Decline:
@@ -336,7 +348,7 @@ func (e *Elicitation) answer(a Answer, now time.Time) error {
 	case Accept:
 		if !a.checked && len(a.Rejections) == 0 {
 			// Checked against another round's form: the round moved on meanwhile.
-			return fmt.Errorf("%w: the answer was checked for prompt %d, the current prompt is %d", ErrStaleRound, a.Round, e.attempt)
+			return fmt.Errorf("%w: the answer was checked for prompt %d, the current prompt is %d", ErrStaleRound, a.Round, e.round)
 		}
 		e.accept(a, now)
 	default:
@@ -345,45 +357,60 @@ func (e *Elicitation) answer(a Answer, now time.Time) error {
 	return nil
 }
 
+// accept takes a checked answer: an invalid one uses an attempt and earns a re-prompt; a
+// valid one is merged into the data so far, and the continuation says what follows.
 func (e *Elicitation) accept(a Answer, now time.Time) {
-	errs, data := a.Rejections, a.data
+	errs := a.Rejections
 	e.outcome.Errors = errs
 	if len(errs) > 0 {
-		if e.attempt >= e.maxAttempts {
+		switch {
+		case e.attempt >= e.maxAttempts:
 			e.end(Cancelled, MaxAttempts, now)
-			return
+		case e.round >= e.maxRounds:
+			e.end(Cancelled, TooManyRounds, now)
+		default:
+			if a.retry != nil {
+				e.step.Form = a.retry // the valid answers are kept: ask only for the rest
+			}
+			e.attempt++
+			e.emit(errs)
 		}
-		if a.retry != nil {
-			e.step.Form = a.retry // the valid answers are kept: ask only for the rest
-		}
-		e.emit(errs)
 		return
 	}
-	next := Next{Data: data}
+	e.data = merged(e.data, a.data)
+	var next Next
 	if e.cont != nil {
-		next = e.cont(data)
-		if next.Data == nil {
-			next.Data = data
-		}
+		next = e.cont(e.data)
 	}
 	if next.Err != nil {
 		e.outcome.Err = next.Err
 		e.end(Cancelled, ToolError, now)
 		return
 	}
-	e.outcome.Data, e.outcome.Value = next.Data, next.Value
-	if next.FollowUp != nil && next.Free && e.maxAttempts < maxAttemptsLimit {
-		e.maxAttempts++
+	if next.Data != nil {
+		e.data = next.Data
 	}
+	e.outcome.Data, e.outcome.Value = e.data, next.Value
 	switch {
 	case next.FollowUp == nil:
 		e.end(Completed, None, now)
-	case e.attempt >= e.maxAttempts:
-		e.end(Cancelled, MaxAttempts, now)
+	case e.round >= e.maxRounds:
+		e.end(Cancelled, TooManyRounds, now)
 	default:
 		e.step = *next.FollowUp
 		e.emit(nil)
 	}
+}
+
+// merged returns the data so far with a round's valid answer merged in: a new map, so a map
+// handed out before (to a continuation, in an outcome) never changes.
+func merged(sofar, answer map[string]any) map[string]any {
+	if sofar == nil {
+		return answer
+	}
+	out := maps.Clone(sofar)
+	maps.Copy(out, answer)
+	return out
 }
 
 // ends is when the elicitation ends unless answered: its deadline, or the idle expiry if
@@ -436,9 +463,9 @@ func (e *Elicitation) touch(now time.Time) {
 	}
 }
 
-// emit starts the next attempt: it publishes the new attempt and hands its prompt over.
+// emit starts the next round: it publishes the new round and hands its prompt over.
 func (e *Elicitation) emit(errs []validator.FieldError) {
-	e.attempt++
+	e.round++
 	msg := e.step.Message
 	switch {
 	case len(errs) == 0:
@@ -447,14 +474,15 @@ func (e *Elicitation) emit(errs []validator.FieldError) {
 	default:
 		msg = validator.JoinMessages(errs) + "\n\n" + msg
 	}
-	e.asking.Store(&asked{round: e.attempt, form: e.step.Form})
-	if e.attempt > 1 {
+	e.asking.Store(&asked{round: e.round, form: e.step.Form})
+	if e.round > 1 {
 		e.touch(e.clk.Now()) // the first prompt's idle expiry started with the elicitation
 	}
 	e.publish(Active, None)
 	e.prompter.Prompt(Prompt{
 		Elicitation: e,
-		Round:       e.attempt,
+		Round:       e.round,
+		Attempt:     e.attempt,
 		MaxAttempts: e.maxAttempts,
 		Message:     msg,
 		Form:        e.step.Form,
@@ -471,7 +499,11 @@ func (e *Elicitation) end(s State, r Reason, now time.Time) {
 	e.outcome.Title = e.title
 	e.outcome.State = s
 	e.outcome.Reason = r
+	if s != Completed {
+		e.outcome.Value = nil // an earlier round's Next.Value: not a result
+	}
 	e.outcome.Attempts = e.attempt
+	e.outcome.Rounds = e.round
 	e.outcome.Created = e.created
 	e.outcome.Ended = now
 	e.publish(s, r)
@@ -482,5 +514,5 @@ func (e *Elicitation) end(s State, r Reason, now time.Time) {
 }
 
 func (e *Elicitation) publish(s State, r Reason) {
-	e.status.Store(uint64(s) | uint64(r)<<8 | uint64(e.attempt)<<16 | uint64(e.maxAttempts)<<32)
+	e.status.Store(uint64(s) | uint64(r)<<8 | uint64(e.attempt)<<16 | uint64(e.round)<<32)
 }

@@ -83,6 +83,8 @@ func TestStartRejectsBadSpec(t *testing.T) {
 		{"Prompter", func(s *elicitation.Spec) { s.Prompter = nil }},
 		{"Message", func(s *elicitation.Spec) { s.Message = "" }},
 		{"MaxAttempts", func(s *elicitation.Spec) { s.MaxAttempts = -1 }},
+		{"MaxRounds", func(s *elicitation.Spec) { s.MaxRounds = -1 }},
+		{"MaxRounds", func(s *elicitation.Spec) { s.MaxRounds = 1 << 20 }},
 		{"Timeout", func(s *elicitation.Spec) { s.Timeout = -time.Second }},
 		{"MaxLifetime", func(s *elicitation.Spec) { s.MaxLifetime = -time.Second }},
 		{"Idle", func(s *elicitation.Spec) { s.Idle = -time.Second }},
@@ -461,7 +463,9 @@ func TestTouchWithoutIdleIsANoOp(t *testing.T) {
 	require.NoError(t, e.Cancel(elicitation.Operator))
 }
 
-func TestFollowUpCountsAsAnAttempt(t *testing.T) {
+// A follow-up is a new round on a new form; a re-prompt of it repeats the follow-up. The
+// continuation's Data replaces the data so far.
+func TestFollowUpIsANewRound(t *testing.T) {
 	f := newFixture()
 	second := &elicitationtest.NameForm{}
 	spec := f.spec()
@@ -471,19 +475,21 @@ func TestFollowUpCountsAsAnAttempt(t *testing.T) {
 		if calls == 1 {
 			return elicitation.Next{Data: map[string]any{"first": data["name"]}, FollowUp: &elicitation.Step{Message: "And your friend?", Form: second}}
 		}
-		return elicitation.Next{Data: map[string]any{"first": "Ada", "second": data["name"]}}
+		return elicitation.Next{Data: map[string]any{"first": data["first"], "second": data["name"]}}
 	}
 	e := f.start(t, spec)
 	f.prompts.Next(t)
 	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
 	p := f.prompts.Next(t)
 	assert.Equal(t, 2, p.Round)
+	assert.Equal(t, 1, p.Attempt, "a follow-up is not an attempt")
 	assert.Equal(t, "And your friend?", p.Message)
 	assert.Same(t, second, p.Form)
 
 	require.NoError(t, e.Answer(elicitationtest.Accept(2, " ")))
 	p = f.prompts.Next(t)
 	assert.Equal(t, 3, p.Round)
+	assert.Equal(t, 2, p.Attempt, "the invalid answer used one")
 	assert.True(t, strings.HasPrefix(p.Message, "Name: is required"))
 	assert.True(t, strings.HasSuffix(p.Message, "And your friend?"), "a re-prompt repeats the follow-up, not the first step")
 
@@ -491,25 +497,9 @@ func TestFollowUpCountsAsAnAttempt(t *testing.T) {
 	o := elicitationtest.WaitDone(t, e)
 	assert.Equal(t, elicitation.Completed, o.State)
 	assert.Equal(t, map[string]any{"first": "Ada", "second": "Bob"}, o.Data)
-	assert.Equal(t, 3, o.Attempts)
+	assert.Equal(t, 2, o.Attempts)
+	assert.Equal(t, 3, o.Rounds)
 	assert.EqualValues(t, 2, second.Calls.Load())
-}
-
-func TestFollowUpWithNoAttemptLeftKeepsTheData(t *testing.T) {
-	f := newFixture()
-	spec := f.spec()
-	spec.MaxAttempts = 1
-	spec.Continue = func(data map[string]any) elicitation.Next {
-		return elicitation.Next{FollowUp: &elicitation.Step{Message: "more", Form: f.form}}
-	}
-	e := f.start(t, spec)
-	f.prompts.Next(t)
-	require.NoError(t, e.Answer(elicitationtest.Accept(1, "Ada")))
-	o := elicitationtest.WaitDone(t, e)
-	assert.Equal(t, elicitation.Cancelled, o.State)
-	assert.Equal(t, elicitation.MaxAttempts, o.Reason)
-	assert.Equal(t, map[string]any{"name": "Ada"}, o.Data, "the answer already given is not lost")
-	assert.Empty(t, o.Errors)
 }
 
 // A continuation's typed result becomes the outcome's Value; its error ends the

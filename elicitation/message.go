@@ -8,10 +8,13 @@ import (
 )
 
 // Prompt is one request for the person to fill in a form, emitted by an elicitation to its
-// Prompter. Round is the number the answer must carry; it is also the attempt number.
+// Prompter. Round numbers the prompt, and is the number its answer must carry; Attempt
+// counts the tries at a valid answer so far, which only invalid answers use (a follow-up
+// is a new round, not a new attempt).
 type Prompt struct {
 	Elicitation *Elicitation
 	Round       int // 1 for the first prompt, counting every prompt emitted
+	Attempt     int // 1 plus the invalid answers so far; at most MaxAttempts
 	MaxAttempts int
 	Message     string // for a re-prompt, the field errors come first
 	Form        CompiledForm
@@ -76,13 +79,16 @@ type Answer struct {
 
 // Outcome is how an elicitation ended. It is fixed once, before Done is closed.
 type Outcome struct {
-	ID       string
-	Tool     string // the spec's Tool, for logs
-	Title    string // the spec's Title
-	State    State  // Completed, Cancelled or TimedOut
-	Reason   Reason // why, when Cancelled
+	ID     string
+	Tool   string // the spec's Tool, for logs
+	Title  string // the spec's Title
+	State  State  // Completed, Cancelled or TimedOut
+	Reason Reason // why, when Cancelled
+	// Data is every valid answer of every round, merged (see Continuation), or what the
+	// continuation made of them (Next.Data); nil when no answer was valid.
 	Data     map[string]any
-	Attempts int                    // prompts emitted
+	Attempts int                    // attempts given: the first prompt and each re-prompt after an invalid answer
+	Rounds   int                    // prompts emitted: attempts and follow-ups
 	Errors   []validator.FieldError // the last invalid answer's problems, if the last answer was invalid
 	Value    any                    // the continuation's Next.Value, when Completed
 	Err      error                  // what went wrong, when Reason is TransportError, InvalidResponse or ToolError
@@ -98,8 +104,10 @@ type Snapshot struct {
 	Tool        string
 	State       State
 	Reason      Reason
-	Attempt     int // prompts emitted so far
+	Round       int // prompts emitted so far: the current prompt's Round (0 while Pending)
+	Attempt     int // the current prompt's Attempt: 1 plus the invalid answers so far (0 while Pending)
 	MaxAttempts int
+	MaxRounds   int
 	Created     time.Time
 	Deadline    time.Time // when it ends unless answered: the deadline, or Spec.Idle's expiry if earlier
 }

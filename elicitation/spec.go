@@ -10,7 +10,8 @@ import (
 
 // Defaults applied by Start to a Spec that leaves a limit at zero.
 const (
-	DefaultMaxAttempts = 3                // prompts in total, the first included
+	DefaultMaxAttempts = 3                // attempts: the first prompt and the re-prompts after invalid answers
+	DefaultMaxRounds   = 20               // rounds: every prompt, follow-ups and re-prompts included
 	DefaultTimeout     = 10 * time.Minute // from start to deadline
 	DefaultMaxLifetime = 24 * time.Hour   // how far Extend may push the deadline, from start
 )
@@ -49,8 +50,9 @@ type Step struct {
 
 // Next is what a Continuation decides after a valid answer.
 type Next struct {
-	// Data is the result so far. When FollowUp is nil it becomes the outcome's data;
-	// when Data is nil the validated answer is used instead.
+	// Data, when set, replaces the data so far (every valid answer, merged: see
+	// Continuation): later rounds' answers are merged into it, and the outcome's Data is
+	// the data so far when the elicitation ends. Nil keeps the data so far as it is.
 	Data map[string]any
 	// Value, when FollowUp is nil, becomes the outcome's Value: a result of the tool's own
 	// type (a completed request body, say), where Data holds the answers.
@@ -59,14 +61,16 @@ type Next struct {
 	// Err in its outcome: the tool could not go on with the answer (an upstream call
 	// failed, say). It is not counted as completed.
 	Err error
-	// FollowUp, when set, is asked next. It counts as an attempt, unless Free.
+	// FollowUp, when set, is asked next, as a new round. A follow-up is not an attempt:
+	// only invalid answers use attempts. Spec.MaxRounds bounds the rounds.
 	FollowUp *Step
-	// Free marks a follow-up that is a new round of the same question (fields that
-	// depend on this answer), not a second try: the attempts allowed grow by one for it.
-	Free bool
 }
 
 // Continuation decides what follows each valid answer: finish with data, or ask a follow-up.
+// data is the data so far: every valid answer of every round, merged in order (a later
+// answer to a field replaces an earlier one), or, once a continuation returned Next.Data,
+// that with the later rounds' answers merged in. It is the elicitation's own map, which
+// the outcome carries; a continuation that wants to change it returns Next.Data instead.
 // It runs on the actor's goroutine and must not call the elicitation's methods.
 type Continuation func(data map[string]any) Next
 
@@ -88,7 +92,15 @@ type Spec struct {
 	// actor's goroutine.
 	Reprompt func(errs []validator.FieldError, next CompiledForm) string
 
-	MaxAttempts int           // prompts in total; 0 means DefaultMaxAttempts
+	// MaxAttempts bounds the attempts: the first prompt, and each re-prompt that follows
+	// an invalid answer. An invalid answer to the last attempt ends the elicitation
+	// (reason MaxAttempts). Follow-up rounds are not attempts. 0 means DefaultMaxAttempts.
+	MaxAttempts int
+	// MaxRounds bounds the rounds: every prompt, the first, re-prompts and follow-ups
+	// included. When one more would pass it, the elicitation ends (reason TooManyRounds),
+	// so a continuation that keeps asking cannot keep a person answering for ever.
+	// 0 means DefaultMaxRounds.
+	MaxRounds   int
 	Timeout     time.Duration // time until the deadline; 0 means DefaultTimeout
 	MaxLifetime time.Duration // the latest deadline Extend may set, from start; 0 means DefaultMaxLifetime
 	// Idle, when positive, also ends the elicitation (Cancelled, reason Abandoned) when a
@@ -123,8 +135,10 @@ func (s Spec) withDefaults() (Spec, error) {
 		return s, &SpecError{"Prompter", "is required"}
 	case s.Message == "":
 		return s, &SpecError{"Message", "is required"}
-	case s.MaxAttempts < 0 || s.MaxAttempts > maxAttemptsLimit:
-		return s, &SpecError{"MaxAttempts", fmt.Sprintf("must be between 1 and %d (0 for the default), got %d", maxAttemptsLimit, s.MaxAttempts)}
+	case s.MaxAttempts < 0 || s.MaxAttempts > maxCount:
+		return s, &SpecError{"MaxAttempts", fmt.Sprintf("must be between 1 and %d (0 for the default), got %d", maxCount, s.MaxAttempts)}
+	case s.MaxRounds < 0 || s.MaxRounds > maxCount:
+		return s, &SpecError{"MaxRounds", fmt.Sprintf("must be between 1 and %d (0 for the default), got %d", maxCount, s.MaxRounds)}
 	case s.Timeout < 0:
 		return s, &SpecError{"Timeout", fmt.Sprintf("must be positive (0 for the default), got %s", s.Timeout)}
 	case s.MaxLifetime < 0:
@@ -134,6 +148,9 @@ func (s Spec) withDefaults() (Spec, error) {
 	}
 	if s.MaxAttempts == 0 {
 		s.MaxAttempts = DefaultMaxAttempts
+	}
+	if s.MaxRounds == 0 {
+		s.MaxRounds = DefaultMaxRounds
 	}
 	if s.Timeout == 0 {
 		s.Timeout = DefaultTimeout
@@ -147,5 +164,6 @@ func (s Spec) withDefaults() (Spec, error) {
 	return s, nil
 }
 
-// maxAttemptsLimit keeps the attempt count inside the bits the published status gives it.
-const maxAttemptsLimit = 1 << 15
+// maxCount keeps the attempt and round counts inside the bits the published status gives
+// each.
+const maxCount = 1 << 15

@@ -4,7 +4,7 @@ package elicitation
 //
 //	Pending ──first prompt emitted──▶ Active ──valid answer, nothing more to ask──▶ Completed
 //	   │                                │ ▲
-//	   │                                │ └─ invalid answer or follow-up form: next prompt
+//	   │                                │ └─ invalid answer (re-prompt) or follow-up: next round
 //	   │                                └──────────────────────────────────────▶ Cancelled (with a Reason)
 //	   └─────────────── deadline on the injected clock ────────────────────────▶ TimedOut
 //
@@ -57,13 +57,14 @@ const (
 	UserCancelled            // the person dismissed the prompt
 	ClientGone               // the client session that owns it ended
 	ToolCallCancelled        // the client cancelled the tool call waiting on it
-	MaxAttempts              // every allowed prompt was answered invalidly (or a follow-up was needed with none left)
+	MaxAttempts              // every attempt allowed (Spec.MaxAttempts) was answered invalidly
 	TransportError           // delivering a prompt or receiving its answer failed
 	Shutdown                 // the server is shutting down
 	Operator                 // an operator or a tool cancelled it explicitly
 	InvalidResponse          // the client replied with something that is not an answer
 	Abandoned                // a prompt was left unanswered for Spec.Idle (a pull-era client did not come back in time)
 	ToolError                // the tool's continuation ended it with an error (Next.Err)
+	TooManyRounds            // one more round (a follow-up or a re-prompt) would pass Spec.MaxRounds
 )
 
 var reasonNames = [...]string{
@@ -79,6 +80,7 @@ var reasonNames = [...]string{
 	InvalidResponse:   "invalid_response",
 	Abandoned:         "abandoned",
 	ToolError:         "tool_error",
+	TooManyRounds:     "too_many_rounds",
 }
 
 // String returns the reason's wire name, such as "client_gone"; None is "".
@@ -90,4 +92,4 @@ func (r Reason) String() string {
 }
 
 // NumReasons is the number of reasons (None included), for arrays indexed by Reason.
-const NumReasons = int(ToolError) + 1
+const NumReasons = int(TooManyRounds) + 1

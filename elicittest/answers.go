@@ -1,10 +1,11 @@
 // Package elicittest is a test kit for forms and for tools that ask: valid and invalid
 // answers generated for any compiled form, a simulated person who drives a tool through an
-// in-memory MCP client in either era with a script, and assertions on field errors.
+// in-memory MCP client in either era with a script (Connect; ConnectURL and OnPage for
+// questions asked on elicitd's page, with a pagetest.Browser), and assertions on field
+// errors.
 package elicittest
 
 import (
-	"encoding/json"
 	"fmt"
 	"maps"
 	"math"
@@ -16,21 +17,10 @@ import (
 	"github.com/elicitd/elicitd/validator"
 )
 
-// Asked returns the fields the form asks now (its wire schema's properties), in order: a
-// conditional field waits for a follow-up round, a kept field is not asked again.
-func Asked(c *validator.Compiled) []validator.Field {
-	var w struct {
-		Properties map[string]json.RawMessage `json:"properties"`
-	}
-	_ = json.Unmarshal(c.WireSchema(), &w) // the validator's own schema: always an object
-	var out []validator.Field
-	for _, f := range c.Fields() {
-		if _, ok := w.Properties[f.Name]; ok {
-			out = append(out, f)
-		}
-	}
-	return out
-}
+// Asked returns the fields the form asks now, in order: a conditional field waits for a
+// follow-up round, a kept field is not asked again. A file field is among them, though
+// never on the wire schema: it is asked on elicitd's page.
+func Asked(c *validator.Compiled) []validator.Field { return c.AskedFields() }
 
 // Valid returns an answer to the fields c asks now that c accepts, chosen with r (nil: a
 // fixed seed): optional
@@ -69,7 +59,8 @@ type Case struct {
 // Invalid returns, for each constraint of each field c asks now, an answer that breaks only
 // that constraint: a required field left out, text too short or too long or off its
 // pattern, a number out of range or not whole, a bad email, URL or date, a value that is no
-// option, too few or too many choices, a URL naming a private host, a broken comparison.
+// option, too few or too many choices, a URL naming a private host, a broken comparison, a
+// file of a type not accepted or (up to 1 MiB) too large.
 func Invalid(c *validator.Compiled, r *rand.Rand) ([]Case, error) {
 	r = orSeeded(r)
 	base, err := Valid(c, r)
@@ -140,6 +131,16 @@ func Invalid(c *validator.Compiled, r *rand.Rand) ([]Case, error) {
 					all = append(all, o.Value)
 				}
 				with(f, "max_items", all)
+			}
+		case validator.File:
+			if f.MaxBytes > 0 && f.MaxBytes < 1<<20 {
+				with(f, "max_bytes", &validator.Upload{Name: "big.txt", Bytes: []byte(strings.Repeat("a", int(f.MaxBytes)+1))})
+			}
+			for _, s := range sampleFiles {
+				if !accepted(f.Accept, s.typ) {
+					with(f, "accept", &validator.Upload{Name: s.name, Bytes: s.data})
+					break
+				}
 			}
 		case validator.Date:
 			with(f, "format", "2026-02-30")
@@ -242,6 +243,8 @@ func validValue(f validator.Field, r *rand.Rand) (any, error) {
 		return fmt.Sprintf("2026-%02d-%02dT%02d:%02d:00Z", 1+r.IntN(12), 1+r.IntN(28), r.IntN(24), r.IntN(60)), nil
 	case validator.Select:
 		return f.Options[r.IntN(len(f.Options))].Value, nil
+	case validator.File:
+		return sampleFile(f)
 	case validator.MultiSelect:
 		lo, hi := 1, len(f.Options)
 		if f.MinItems != nil {
@@ -261,6 +264,39 @@ func validValue(f validator.Field, r *rand.Rand) (any, error) {
 		return out, nil
 	}
 	return nil, fmt.Errorf("elicittest: field %q has type %q, which has no generator", f.Name, f.Type)
+}
+
+// sampleFiles are small files of the types a file field's accept list may name.
+var sampleFiles = []struct {
+	name, typ string
+	data      []byte
+}{
+	{"note.txt", "text/plain", []byte("a note from elicittest\n")},
+	{"doc.pdf", "application/pdf", []byte("%PDF-1.7\n1 0 obj\n<<>>\nendobj\ntrailer\n<<>>\n%%EOF\n")},
+	{"dot.png", "image/png", []byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x01\x00\x00\x00\x01\x08\x06\x00\x00\x00\x1f\x15\xc4\x89")},
+}
+
+// sampleFile returns a file f accepts, as the page hands it over.
+func sampleFile(f validator.Field) (any, error) {
+	for _, s := range sampleFiles {
+		if accepted(f.Accept, s.typ) {
+			return &validator.Upload{Name: s.name, Bytes: s.data}, nil
+		}
+	}
+	return nil, fmt.Errorf("elicittest: field %q accepts %s, for which there is no sample file", f.Name, strings.Join(f.Accept, ", "))
+}
+
+// accepted reports whether a file of media type typ fits accept (empty takes any).
+func accepted(accept []string, typ string) bool {
+	if len(accept) == 0 {
+		return true
+	}
+	for _, a := range accept {
+		if a == typ || strings.HasSuffix(a, "/*") && strings.HasPrefix(typ, strings.TrimSuffix(a, "*")) {
+			return true
+		}
+	}
+	return false
 }
 
 func word(r *rand.Rand, n int) string {

@@ -166,3 +166,39 @@ func ExampleInvalid() {
 	// qty integer: Quantity: must be a whole number
 	// email format: Email: must be an email address like name@example.com
 }
+
+// A file field is asked (on the page), though it is not on the wire schema: Valid answers
+// it with a file of a type it accepts, and Invalid breaks its type and size.
+func TestGeneratedAnswersForAFileField(t *testing.T) {
+	c, err := v.Compile(v.Form{Fields: []v.Field{
+		{Name: "user", Type: v.Text, Required: true},
+		{Name: "scan", Type: v.File, Required: true, Accept: []string{"image/*"}, MaxBytes: 1024},
+	}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"user", "scan"}, fieldNames(elicittest.Asked(c)))
+	valid, err := elicittest.Valid(c, nil)
+	require.NoError(t, err)
+	data := mustValidate(t, c, valid)
+	assert.Equal(t, "image/png", data["scan"].(*v.Upload).Type)
+
+	cases, err := elicittest.Invalid(c, nil)
+	require.NoError(t, err)
+	got := map[string]bool{}
+	for _, cs := range cases {
+		_, errs := c.Validate(cs.Content)
+		require.Len(t, errs, 1, "%s of %s", cs.Constraint, cs.Field)
+		assert.Equal(t, cs.Constraint, errs[0].Constraint)
+		got[cs.Field+" "+cs.Constraint] = true
+	}
+	for _, want := range []string{"scan required", "scan accept", "scan max_bytes", "user required"} {
+		assert.True(t, got[want], want)
+	}
+}
+
+func fieldNames(fs []v.Field) []string {
+	var out []string
+	for _, f := range fs {
+		out = append(out, f.Name)
+	}
+	return out
+}

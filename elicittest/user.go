@@ -31,6 +31,7 @@ type Step struct {
 	action  string
 	content map[string]any
 	before  func(*mcp.ElicitParams)
+	open    func(url string) // for OnPage
 }
 
 // Before is step s taken after f has run with the prompt: a person who takes their time
@@ -49,6 +50,13 @@ func Decline() Step { return Step{action: "decline"} }
 
 // Cancel dismisses the prompt without choosing.
 func Cancel() Step { return Step{action: "cancel"} }
+
+// OnPage is what the person does with a URL prompt, a link to elicitd's page (package
+// page), where secrets and files are asked: open opens the link, fills in the page and
+// sends it (with a pagetest.Browser, say), and then the person accepts the prompt. The
+// script fails the test if the prompt is not a URL prompt. The client must declare URL
+// elicitation: connect it with ConnectURL.
+func OnPage(open func(url string)) Step { return Step{action: "accept", open: open} }
 
 // Never leaves the prompt unanswered until its request's context ends or the client
 // vanishes (User.Vanish): in the push era the context ends when the question ends on the
@@ -79,12 +87,30 @@ type User struct {
 // The connection is closed when the test ends.
 func Connect(t testing.TB, server *mcp.Server, era Era, script ...Step) *User {
 	t.Helper()
+	return connectScripted(t, server, era, nil, script)
+}
+
+// ConnectURL is Connect for a client that declares URL elicitation beside forms: a question
+// with fields only elicitd's page may ask (secrets, files) sends it a link, which an
+// OnPage step opens.
+func ConnectURL(t testing.TB, server *mcp.Server, era Era, script ...Step) *User {
+	t.Helper()
+	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{
+		Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}}}
+	return connectScripted(t, server, era, caps, script)
+}
+
+// connectScripted connects a client that answers with script, declaring caps (nil: form
+// elicitation, inferred from its handler).
+func connectScripted(t testing.TB, server *mcp.Server, era Era, caps *mcp.ClientCapabilities, script []Step) *User {
+	t.Helper()
 	u := &User{t: t, script: script, era: era, gone: make(chan struct{})}
 	client := mcp.NewClient(&mcp.Implementation{Name: "elicittest", Version: "1"}, &mcp.ClientOptions{
 		// Declares form elicitation; the middleware answers before it is reached.
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return nil, errors.New("elicittest: unreachable")
 		},
+		Capabilities:   caps,
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // Call plays the rounds
 	})
 	client.AddReceivingMiddleware(func(next mcp.MethodHandler) mcp.MethodHandler {
@@ -138,6 +164,13 @@ func (u *User) elicit(ctx context.Context, params *mcp.ElicitParams) (*mcp.Elici
 	u.mu.Unlock()
 	if step.before != nil {
 		step.before(params)
+	}
+	if step.open != nil {
+		if params.Mode != "url" {
+			u.t.Errorf("elicittest: prompt %d is a %q prompt, where the script opens a page: %s", len(u.Prompts()), params.Mode, params.Message)
+			return &mcp.ElicitResult{Action: "cancel"}, nil
+		}
+		step.open(params.URL)
 	}
 	if step.action == "never" {
 		select {

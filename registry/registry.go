@@ -174,10 +174,11 @@ func (r *Registry) Start(ownerID string, spec elicitation.Spec) (*elicitation.El
 	return e, nil
 }
 
-// Admits reports whether Start for owner would pass the limits now, using none of the
-// owner's quota, so a caller can refuse before doing costly work for a start (compiling an
-// agent's form, say). It returns what Start would: ErrClosed, ErrTooManyLive or a
-// *RateLimitError (each counted in the stats as Start counts them). Start checks again.
+// Admits reports whether Start for owner would pass the limits now, without starting
+// anything or using any of the owner's quota, so a caller can refuse before doing costly
+// work for a start (compiling an agent's form, say). It returns the error Start would:
+// ErrClosed, ErrTooManyLive or a *RateLimitError; a refusal is counted in Stats as
+// Start's is. It reserves nothing: Start checks the limits again, and may still refuse.
 func (r *Registry) Admits(ownerID string) error {
 	now := r.clk.Now()
 	r.mu.Lock()

@@ -45,7 +45,7 @@ func TestAskUserRulesInBothEras(t *testing.T) {
 			p, err = elicittest.Payload(res)
 			require.NoError(t, err)
 			assert.Equal(t, map[string]any{"country": "US", "state": "ny", "weight": 1.0}, p["data"])
-			assert.Equal(t, 2.0, p["attempts"], "the follow-up round is the second prompt")
+			assert.Equal(t, 1.0, p["attempts"], "a follow-up round is not an attempt")
 		})
 	}
 }

@@ -11,7 +11,8 @@ import (
 )
 
 // Compiled is a checked form: it builds the MCP wire schema and validates answers. It is
-// immutable and safe for concurrent use; it satisfies the session package's Form interface.
+// immutable and safe for concurrent use; it satisfies package elicitation's CompiledForm
+// and Keeper interfaces.
 type Compiled struct {
 	title    string
 	fields   []compiledField
@@ -364,8 +365,27 @@ func (c *Compiled) Fields() []Field {
 	return out
 }
 
-// WireSchema returns the MCP requestedSchema for the form (see wire.go). The caller must not
-// modify the returned bytes.
+// WireSchema returns the MCP requestedSchema of the fields the form asks now, in the form's
+// field order: exactly the 2025-11-25 PrimitiveSchemaDefinition subset.
+//
+//   - text, email, url, date, date_time: {"type":"string"}, with "format" email, uri, date
+//     or date-time, and minLength / maxLength;
+//   - number, integer: {"type":"number"} or {"type":"integer"}, with minimum / maximum;
+//   - boolean: {"type":"boolean"};
+//   - select: {"type":"string","enum":[...]} when no option has a title, else
+//     {"type":"string","oneOf":[{"const":...,"title":...}]}; never both, never "enumNames";
+//   - multi_select: {"type":"array","items":{"type":"string","enum":[...]}} or
+//     {"type":"array","items":{"anyOf":[{"const":...,"title":...}]}}, with minItems /
+//     maxItems;
+//   - file: left out, from "properties" and from "required": the subset has no file type,
+//     and a file is asked only on elicitd's page (AskedFields still lists it).
+//
+// Every property may carry "title" (the label), "description" and "default". Patterns,
+// exclusive bounds, URL schemes and custom checks have no place in the subset: they stay
+// server-side, in Validate. Fields kept from an earlier answer (Keep) and conditional
+// fields not yet due (Next) are not asked now, so they are not in it. A sensitive field
+// is in it, as a string, but is asked on elicitd's page, never sent in form mode. The
+// caller must not modify the returned bytes.
 func (c *Compiled) WireSchema() json.RawMessage { return c.wire }
 
 // Cost estimates the bytes a compiled form keeps alive: its fields and their text, the wire

@@ -93,7 +93,7 @@ type Field struct {
 	// Case is applied to text-like values, and to select values before they are matched.
 	Case Case `json:"case,omitempty"`
 
-	// Form-level rules (see rules.go). When: the field is asked only once the answer to
+	// Form-level rules (see Condition and Comparison). When: the field is asked only once the answer to
 	// an earlier field matches, in a follow-up round; otherwise it is left out of the data.
 	// RequiredWhen: the field is asked with the others and required when another answer
 	// matches. Compare: the answer is compared with another field's.

@@ -380,8 +380,6 @@ func (c *Compiled) Next(data map[string]any) *Compiled {
 // and "widget", where set. Nil when there are none. The caller must not modify it.
 func (c *Compiled) Hints() map[string]map[string]string { return c.hints }
 
-// asked derives what a form sends for the fields it asks now: the wire schema and the
-// hints. Compile, Keep and Next call it once for each form they make.
 // Asked returns how many fields the form asks now: those of its current round, less any
 // kept from an earlier answer (see Keep).
 func (c *Compiled) Asked() int {
@@ -394,6 +392,8 @@ func (c *Compiled) Asked() int {
 	return n
 }
 
+// asked derives what a form sends for the fields it asks now: the wire schema and the
+// hints. Compile, Keep, Next and SplitForPage call it once for each form they make.
 func (c *Compiled) asked() {
 	c.wire = buildWire(c.fields)
 	c.hints = nil

@@ -5,20 +5,7 @@ import (
 	"encoding/json"
 )
 
-// The wire schema is exactly the MCP 2025-11-25 PrimitiveSchemaDefinition subset:
-//
-//   - text, email, url, date, date_time: {"type":"string"}, with "format" email, uri, date or
-//     date-time, and minLength / maxLength;
-//   - number, integer: {"type":"number"} or {"type":"integer"} with minimum / maximum;
-//   - boolean: {"type":"boolean"};
-//   - select: {"type":"string","enum":[...]} when no option has a title, else
-//     {"type":"string","oneOf":[{"const":...,"title":...}]}; never both, never "enumNames";
-//   - multi_select: {"type":"array","items":{"type":"string","enum":[...]}} or
-//     {"type":"array","items":{"anyOf":[{"const":...,"title":...}]}}, with minItems / maxItems.
-//
-// Every property may carry "title" (the label), "description" and "default". Patterns,
-// exclusive bounds, URL schemes and custom checks have no place in that subset: they stay
-// server-side, in Validate. Properties keep the form's field order.
+// The wire schema of a form, as Compiled.WireSchema describes it.
 
 type wireProperty struct {
 	Type        string       `json:"type"`
@@ -57,8 +44,8 @@ func buildWire(fields []compiledField) json.RawMessage {
 	first := true
 	for i := range fields {
 		f := &fields[i]
-		if f.kept || f.stage != stageAsk {
-			continue // answered before, or conditional: not asked now
+		if f.kept || f.stage != stageAsk || f.Type == File {
+			continue // answered before, conditional (not asked now), or a file (never in form mode)
 		}
 		if !first {
 			b.WriteByte(',')

@@ -174,3 +174,20 @@ func TestWireSchemasPassTheSDKsChecks(t *testing.T) {
 	_, err = ss.Elicit(ctx, &mcp.ElicitParams{Message: "bad", RequestedSchema: c.WireSchema()})
 	require.ErrorContains(t, err, "does not match requested schema")
 }
+
+// A file field is never sent in form mode (it is asked on elicitd's page): the wire schema
+// leaves it out, from the properties and from required, and stays a valid schema.
+func TestAFileFieldIsNotOnTheWire(t *testing.T) {
+	c, err := v.Compile(v.Form{Fields: []v.Field{
+		{Name: "user", Type: v.Text, Label: "User", Required: true},
+		{Name: "contract", Type: v.File, Label: "Contract", Required: true, Accept: []string{"application/pdf"}},
+	}})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"object","properties":{"user":{"type":"string","title":"User"}},"required":["user"]}`, string(c.WireSchema()))
+	checkWireSubset(t, c.WireSchema())
+
+	only, err := v.Compile(v.Form{Fields: []v.Field{{Name: "photo", Type: v.File, Required: true}}})
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"type":"object","properties":{}}`, string(only.WireSchema()))
+	assert.Equal(t, []string{"photo"}, names(only.AskedFields()), "it is still asked, on the page")
+}

@@ -22,7 +22,8 @@ import (
 type options struct {
 	Clock          clock.Clock   // the real clock
 	Timeout        time.Duration // per question, and the most a tool may ask for; 10m
-	MaxAttempts    int           // prompts per question, and the most a tool may ask for; 3
+	MaxAttempts    int           // attempts per question (an invalid answer earns another), and the most a tool may ask for; 3
+	MaxRounds      int           // prompts per question, follow-ups included; 20
 	Rate           rate.Limit    // questions a client session may start per second; 0: no limit
 	Burst          int           // with Rate
 	MaxLive        int           // live questions across all sessions; 0: no cap
@@ -57,7 +58,7 @@ func newServer(o options, version string) *server {
 		Logger:       cmp.Or(o.SDKLogger, o.Logger),
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
 	}), pages: o.Pages}
-	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts,
+	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
 		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle,
 		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait})
 	s.el.Add(s.mcp, tools.AskUser(tools.AskUserOptions{MaxAnswerBytes: o.MaxAnswerBytes}))

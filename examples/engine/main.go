@@ -2,6 +2,8 @@
 // person first answers with a typo, is asked again with the error listed first, then answers
 // properly, and the outcome is printed. It shows the actor, the registry and the prompter
 // contract that the MCP adapter builds on.
+//
+//	go run ./examples/engine
 package main
 
 import (
@@ -55,8 +57,14 @@ func main() {
 	}
 }
 
+// intro is the first thing the walk-through prints: what it is about to show.
+const intro = `engine: one elicitation walked through by elicitd's engine, with no MCP client: a
+scripted person answers with a typo, is asked again with the error first, then answers properly.
+`
+
 // run walks the elicitation through, printing to w.
 func run(w io.Writer) error {
+	fmt.Fprint(w, intro)
 	reg := registry.New(registry.Config{MaxLive: 10})
 	answers := []map[string]any{{"weight_kg": "abc"}, {"weight_kg": " 5 "}}
 
@@ -73,7 +81,7 @@ func run(w io.Writer) error {
 	go func() {
 		defer close(answered)
 		for p := range person {
-			fmt.Fprintf(w, "prompt %d of %d: %q\n", p.Round, p.MaxAttempts, p.Message)
+			fmt.Fprintf(w, "attempt %d of %d: %q\n", p.Attempt, p.MaxAttempts, p.Message)
 			a := answers[p.Round-1]
 			fmt.Fprintf(w, "  the person types %v\n", a["weight_kg"])
 			_ = p.Elicitation.Answer(elicitation.Answer{Round: p.Round, Action: elicitation.Accept, Content: a})
