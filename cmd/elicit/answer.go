@@ -213,6 +213,14 @@ func (s *script) answer(_ context.Context, q question) (*mcp.ElicitResult, error
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
+	if extra := notAsked(q.form, keys); len(extra) > 0 {
+		// Sent, the server would drop them without a word (a re-prompt asks only the fields at
+		// fault, keeping the rest): the script is wrong, so say so instead.
+		s.misfits++
+		fmt.Fprintf(s.w, "elicit: scripted answer %d gives %s, which question %d does not ask (it asks %s), so it was not sent; cancelling the question\n",
+			s.next, strings.Join(extra, ", "), q.n, strings.Join(asked(q.form), ", "))
+		return &mcp.ElicitResult{Action: "cancel"}, nil
+	}
 	fmt.Fprintf(s.w, "  scripted answer %d: accept (%s)\n", s.next, strings.Join(keys, ", "))
 	content := maps.Clone(e.content)
 	for _, f := range q.form.Fields() {
@@ -238,6 +246,27 @@ func (s *script) answer(_ context.Context, q question) (*mcp.ElicitResult, error
 		return &mcp.ElicitResult{Action: "cancel"}, nil
 	}
 	return &mcp.ElicitResult{Action: "accept", Content: content}, nil
+}
+
+// asked lists the names of form's fields.
+func asked(form *validator.Compiled) []string {
+	var names []string
+	for _, f := range form.Fields() {
+		names = append(names, f.Name)
+	}
+	return names
+}
+
+// notAsked returns the keys that are not fields of form.
+func notAsked(form *validator.Compiled, keys []string) []string {
+	names := asked(form)
+	var out []string
+	for _, k := range keys {
+		if !slices.Contains(names, k) {
+			out = append(out, k)
+		}
+	}
+	return out
 }
 
 // fitsWire checks content against the requested schema as the client's SDK does before it

@@ -52,6 +52,11 @@ func TestScriptedAnswersInBothEras(t *testing.T) {
 			assert.Contains(t, stderr, "elicit: scripted answer 1 does not fit the form, so it was not sent (Package weight: must be a finite number)")
 			assert.NotContains(t, stderr, "does not match requested schema", "the SDK's words")
 		}},
+		// A field the question does not ask would be dropped by the server without a word.
+		{"a field not asked", `[{"weight": 5, "colour": "red"}]`, 1, func(t *testing.T, out map[string]any, stderr string) {
+			assert.Equal(t, "cancelled", out["status"])
+			assert.Contains(t, stderr, "elicit: scripted answer 1 gives colour, which question 1 does not ask (it asks weight), so it was not sent")
+		}},
 		{"script runs out", `[{"weight": -1}]`, 0, func(t *testing.T, out map[string]any, stderr string) {
 			assert.Equal(t, "cancelled", out["status"])
 			assert.Contains(t, stderr, "the --answers file has no entry 2; cancelling")

@@ -1,9 +1,13 @@
 // Command elicit is a terminal MCP client that answers elicitations: it starts a stdio MCP
-// server, calls one of its tools, and when the server asks the person something, shows the
-// form in the terminal (or answers from a script) and sends the answer back.
+// server, or connects to one served over Streamable HTTP, calls one of its tools, and when
+// the server asks the person something, shows the form in the terminal (or answers from a
+// script) and sends the answer back.
 //
 //	elicit [flags] tools -- SERVER_COMMAND [ARGS...]
 //	elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
+//	elicit [flags] --url URL tools
+//	elicit [flags] --url URL call TOOL [--args JSON | --args @file.json]
+//	elicit --version
 //
 // Exit status: 0 on success, 1 when the tool reports an error or the call fails, 2 on a
 // usage error.
@@ -16,6 +20,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"net/url"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -35,14 +40,29 @@ import (
 // version is elicit's version, reported to servers in initialize.
 const version = "0.1.0"
 
+// versionLine is what elicit --version prints: elicit's version and the MCP protocol
+// versions it speaks, newest first, as its SDK lists them.
+func versionLine() string {
+	return fmt.Sprintf("elicit %s (MCP %s)\n", version, strings.Join(mcp.SupportedProtocolVersions(), ", "))
+}
+
 const usageText = `usage:
   elicit [flags] tools -- SERVER_COMMAND [ARGS...]
   elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
+  elicit [flags] --url URL tools
+  elicit [flags] --url URL call TOOL [--args JSON | --args @file.json]
+  elicit --version
 
-Starts SERVER_COMMAND as a stdio MCP server. "tools" lists its tools; "call" calls one and
-answers the forms the server asks for: in the terminal, or from --answers.
+Starts SERVER_COMMAND as a stdio MCP server, or with --url connects to an MCP server served
+over Streamable HTTP. "tools" lists its tools; "call" calls one and answers the forms the
+server asks for: in the terminal, or from --answers.
 
 flags:
+  --url URL           the MCP endpoint of a server served over Streamable HTTP
+                      (http://127.0.0.1:8080/mcp, say), instead of -- SERVER_COMMAND
+  --token-file FILE   with --url: send the bearer token in FILE (its surrounding whitespace
+                      trimmed); without it, the token in $ELICIT_TOKEN, if set. A token goes
+                      only over https, or http to this machine, and never as a flag's value
   --args JSON|@FILE   the tool's arguments, a JSON object (call only; default {})
   --answers FILE      scripted answers: a JSON list, one entry per prompt in order, each the
                       field values (accept) or {"action": "decline"} / {"action": "cancel"}
@@ -50,11 +70,13 @@ flags:
                       travel in retried tool calls) or 2025-11-25 (the server sends
                       elicitation/create requests); any version the SDK supports
   --timeout DURATION  bound the whole call, e.g. 10m (default: no bound)
-  --server-log FILE   append the server's stderr (its log) to FILE
-  -v                  show the server's stderr here, marked [server] (held while a form is open)
+  --server-log FILE   append the server's stderr (its log) to FILE (not with --url)
+  -v                  show the server's stderr here, marked [server] (held while a form is
+                      open; not with --url)
   --open              open the link of a URL-mode question (secrets, files: the server's own
                       page) in the browser ($BROWSER, else the system's); without it the
                       link is shown. elicit waits until the page has been sent.
+  --version           print elicit's version and the MCP protocol versions it speaks
 
 In a form: Enter or Tab moves on, Shift+Tab goes back, Esc offers to decline or cancel,
 Ctrl-C cancels.
@@ -77,7 +99,11 @@ type invocation struct {
 	answers  string
 	protocol string
 	timeout  time.Duration
-	server   []string
+	server   []string // the stdio server's command; nil with --url
+
+	url       string // the Streamable HTTP endpoint, or ""
+	tokenFile string // --token-file
+	token     string // the bearer token, from --token-file or $ELICIT_TOKEN; never shown
 
 	serverLog string // append the server's stderr to this file
 	verbose   bool   // show the server's stderr
@@ -85,15 +111,14 @@ type invocation struct {
 }
 
 // parse reads elicit's command line (without the program name). Flags may come before or
-// after the subcommand; everything after the first "--" is the server's command.
+// after the subcommand; everything after the first "--" is the server's command, which
+// --url replaces.
 func parse(argv []string) (*invocation, error) {
+	inv := &invocation{}
+	mine := argv
 	dash := slices.Index(argv, "--")
-	if dash < 0 {
-		return nil, usagef("missing -- SERVER_COMMAND: give the stdio MCP server to start after --")
-	}
-	inv := &invocation{server: argv[dash+1:]}
-	if len(inv.server) == 0 {
-		return nil, usagef("missing SERVER_COMMAND after --")
+	if dash >= 0 {
+		mine, inv.server = argv[:dash], argv[dash+1:]
 	}
 	fs := flag.NewFlagSet("elicit", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
@@ -104,8 +129,10 @@ func parse(argv []string) (*invocation, error) {
 	fs.StringVar(&inv.serverLog, "server-log", "", "")
 	fs.BoolVar(&inv.verbose, "v", false, "")
 	fs.BoolVar(&inv.open, "open", false, "")
+	fs.StringVar(&inv.url, "url", "", "")
+	fs.StringVar(&inv.tokenFile, "token-file", "", "")
 	var positional []string
-	rest := argv[:dash]
+	rest := mine
 	for {
 		if err := fs.Parse(rest); err != nil {
 			return nil, usagef("%v", err)
@@ -115,6 +142,9 @@ func parse(argv []string) (*invocation, error) {
 			break
 		}
 		positional, rest = append(positional, rest[0]), rest[1:]
+	}
+	if err := inv.checkServer(dash >= 0); err != nil {
+		return nil, err
 	}
 	if len(positional) == 0 {
 		return nil, usagef("missing subcommand: tools or call")
@@ -149,6 +179,36 @@ func parse(argv []string) (*invocation, error) {
 		return nil, usagef("--timeout must be positive, got %s", inv.timeout)
 	}
 	return inv, nil
+}
+
+// checkServer checks that the server is given once: a command after "--" (dashed), or
+// --url, with the flags that belong to that way.
+func (inv *invocation) checkServer(dashed bool) error {
+	if inv.url == "" {
+		switch {
+		case !dashed:
+			return usagef("missing -- SERVER_COMMAND: give the stdio MCP server to start after --, or --url for one served over HTTP")
+		case len(inv.server) == 0:
+			return usagef("missing SERVER_COMMAND after --")
+		case inv.tokenFile != "":
+			return usagef("--token-file belongs to --url: a stdio server is not sent a bearer token")
+		}
+		return nil
+	}
+	if dashed {
+		return usagef("--url and -- SERVER_COMMAND are mutually exclusive: elicit either connects to the server at --url or starts SERVER_COMMAND, not both")
+	}
+	u, err := url.Parse(inv.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--url must be an http:// or https:// URL of an MCP endpoint (http://127.0.0.1:8080/mcp, say), got %q", inv.url)
+	}
+	switch {
+	case inv.serverLog != "":
+		return usagef("--server-log is for a server elicit starts; a server at --url keeps its own log")
+	case inv.verbose:
+		return usagef("-v shows the stderr of a server elicit starts; a server at --url keeps its own log")
+	}
+	return nil
 }
 
 // toolArgs reads --args: a JSON object, inline or from @file.
@@ -188,9 +248,17 @@ func run(argv []string, stdin *os.File, stdout, stderr io.Writer) int {
 		fmt.Fprint(stdout, usageText)
 		return 0
 	}
+	if wantsVersion(argv) {
+		fmt.Fprint(stdout, versionLine())
+		return 0
+	}
 	inv, err := parse(argv)
 	if err != nil {
 		fmt.Fprintf(stderr, "elicit: %v\n\n%s", err, usageText)
+		return 2
+	}
+	if err := inv.loadToken(os.Getenv, stderr); err != nil {
+		fmt.Fprintf(stderr, "elicit: %v\n", err)
 		return 2
 	}
 	answerer, err := chooseAnswerer(inv, stdin, stderr)
@@ -219,6 +287,20 @@ func run(argv []string, stdin *os.File, stdout, stderr io.Writer) int {
 		c.lines = &serverLines{out: stderr}
 	}
 	return c.run(ctx)
+}
+
+// wantsVersion reports whether --version is among elicit's own arguments (before any "--"):
+// it is answered whatever else is given, as elicitd's is.
+func wantsVersion(argv []string) bool {
+	for _, a := range argv {
+		switch a {
+		case "--":
+			return false
+		case "--version", "-version":
+			return true
+		}
+	}
+	return false
 }
 
 // chooseAnswerer picks who answers the server's questions: the script, the person at the
@@ -283,18 +365,16 @@ func (k keepGoing) Write(p []byte) (int, error) {
 }
 
 func (c *client) run(ctx context.Context) int {
-	cmd := exec.Command(c.inv.server[0], c.inv.server[1:]...)
-	tail := &stderrTail{}
-	sinks := []io.Writer{tail}
-	if c.serverLog != nil {
-		sinks = append(sinks, keepGoing{c.serverLog})
+	var (
+		transport mcp.Transport
+		tail      *stderrTail // the stdio server's stderr; nil with --url
+		refused   *bearer     // with --url: how the server answered the token
+	)
+	if c.inv.url != "" {
+		transport, refused = c.httpTransport()
+	} else {
+		transport, tail = c.stdioTransport()
 	}
-	if c.lines != nil {
-		sinks = append(sinks, c.lines)
-	}
-	cmd.Stderr = io.MultiWriter(sinks...)
-	detach(cmd)
-	c.server = filepath.Base(c.inv.server[0])
 	cl := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: version}, &mcp.ClientOptions{
 		ElicitationHandler:         c.elicit,
 		ElicitationCompleteHandler: c.pageSent,
@@ -302,9 +382,14 @@ func (c *client) run(ctx context.Context) int {
 			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
 		},
 	})
-	cs, err := cl.Connect(ctx, recordingTransport{&mcp.CommandTransport{Command: cmd}, &c.schemas}, &mcp.ClientSessionOptions{ProtocolVersion: c.inv.protocol})
+	cs, err := cl.Connect(ctx, recordingTransport{transport, &c.schemas}, &mcp.ClientSessionOptions{ProtocolVersion: c.inv.protocol})
 	if err != nil {
 		if c.timedOut(ctx) {
+			return 1
+		}
+		if c.inv.url != "" {
+			c.fail("could not connect to %s as an MCP server: %v", c.inv.url, err)
+			refused.explain(c.stderr)
 			return 1
 		}
 		c.fail("could not start %q as an MCP server: %v", strings.Join(c.inv.server, " "), err)
@@ -324,6 +409,25 @@ func (c *client) run(ctx context.Context) int {
 	}
 }
 
+// stdioTransport starts nothing yet: it is the transport that starts the server's command
+// when the client connects, with the server's stderr kept (its end, to explain a failure),
+// and copied to --server-log and -v.
+func (c *client) stdioTransport() (mcp.Transport, *stderrTail) {
+	cmd := exec.Command(c.inv.server[0], c.inv.server[1:]...)
+	tail := &stderrTail{}
+	sinks := []io.Writer{tail}
+	if c.serverLog != nil {
+		sinks = append(sinks, keepGoing{c.serverLog})
+	}
+	if c.lines != nil {
+		sinks = append(sinks, c.lines)
+	}
+	cmd.Stderr = io.MultiWriter(sinks...)
+	detach(cmd)
+	c.server = filepath.Base(c.inv.server[0])
+	return &mcp.CommandTransport{Command: cmd}, tail
+}
+
 // timedOut reports, once --timeout has passed, that elicit gave up.
 func (c *client) timedOut(ctx context.Context) bool {
 	if !errors.Is(ctx.Err(), context.DeadlineExceeded) {
@@ -338,6 +442,9 @@ func (c *client) fail(format string, args ...any) {
 }
 
 func (c *client) showTail(tail *stderrTail) {
+	if tail == nil {
+		return // a server at --url: its log is its own
+	}
 	tail.mu.Lock()
 	s := strings.TrimSpace(string(tail.b))
 	tail.mu.Unlock()

@@ -58,9 +58,16 @@ type runResult struct {
 // runElicit runs the elicit binary with no terminal on stdin.
 func runElicit(t *testing.T, args ...string) runResult {
 	t.Helper()
+	return runElicitEnv(t, nil, args...)
+}
+
+// runElicitEnv is runElicit with env added to the environment.
+func runElicitEnv(t *testing.T, env []string, args ...string) runResult {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, elicitBin, args...)
+	cmd.Env = append(os.Environ(), env...)
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	err := cmd.Run()

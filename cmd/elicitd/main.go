@@ -23,6 +23,7 @@ import (
 	"time"
 
 	"github.com/charmbracelet/x/term"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"golang.org/x/time/rate"
 
@@ -80,8 +81,8 @@ const terminalNotice = "elicitd: waiting for an MCP client on stdin (JSON-RPC, o
 const maxFrameBytes = 16 << 20
 
 // shutdownWithin bounds how long ending the open questions may take; exitWithin bounds a
-// signalled exit as a whole, the replies' last moment to be written included (the README
-// promises 5 s; this keeps it under 2 s on a loaded machine). shutdownWithin leaves room in
+// signalled exit as a whole, the replies' last moment to be written included (docs/settings.md
+// promises 2 s; this keeps it near 1.5 s). shutdownWithin leaves room in
 // exitWithin for the replies: the 200 ms they get before the hang-up, and the hang-up's own
 // grace (hangUpWriteGrace).
 const (
@@ -99,7 +100,8 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		return 2
 	}
 	if cfg.version {
-		fmt.Fprintf(stdout, "elicitd %s\n", version)
+		// The MCP versions elicitd negotiates: its SDK's, which newServer does not narrow.
+		fmt.Fprintf(stdout, "elicitd %s (MCP %s)\n", version, strings.Join(mcp.SupportedProtocolVersions(), ", "))
 		return 0
 	}
 	tuneMemory(getenv, cfg.memoryLimit)
@@ -193,6 +195,7 @@ func runHTTP(cfg config, opts options, logger *slog.Logger, stderr io.Writer) in
 type config struct {
 	timeout        time.Duration
 	maxAttempts    int
+	maxRounds      int
 	ratePerMinute  int
 	burst          int
 	maxLive        int
@@ -212,7 +215,7 @@ type config struct {
 
 func (c config) options() options {
 	o := options{Conformance: c.conformance,
-		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxLive: c.maxLive,
+		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxRounds: c.maxRounds, MaxLive: c.maxLive,
 		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, StateKey: []byte(c.stateKey), PageWait: c.pageWait,
 	}
 	if c.ratePerMinute > 0 {
@@ -257,7 +260,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	var c config
 	settings := []setting{
 		{"timeout", "ELICITD_TIMEOUT", "how long a question waits for its answer", "10m", durationIn(&c.timeout, time.Second, 24*time.Hour, false)},
-		{"max-attempts", "ELICITD_MAX_ATTEMPTS", "prompts per question, re-prompts included", "3", intIn(&c.maxAttempts, 1, 10)},
+		{"max-attempts", "ELICITD_MAX_ATTEMPTS", "attempts per question: the first prompt, and one more for each invalid answer (follow-up rounds and page rounds are not attempts)", "3", intIn(&c.maxAttempts, 1, 10)},
+		{"max-rounds", "ELICITD_MAX_ROUNDS", "prompts one question may take in all, follow-ups and re-prompts included; past it the question ends with ELICITATION_TOO_MANY_ROUNDS", "20", intIn(&c.maxRounds, 1, 1000)},
 		{"rate", "ELICITD_RATE", "questions a client session may start per minute (0: no limit)", "10", intIn(&c.ratePerMinute, 0, 1_000_000)},
 		{"burst", "ELICITD_BURST", "questions a client session may start at once", "10", intIn(&c.burst, 1, 1_000_000)},
 		{"max-live", "ELICITD_MAX_LIVE", "open questions across all sessions", "1000", intIn(&c.maxLive, 1, 10_000_000)},

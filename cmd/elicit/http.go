@@ -1,0 +1,137 @@
+package main
+
+import (
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime"
+	"strings"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tokenEnv names the environment variable a bearer token for --url may come from. A token
+// never comes from a flag's value: the command line is visible to every local user.
+const tokenEnv = "ELICIT_TOKEN"
+
+// maxTokenBytes bounds what --token-file reads: a token is a line, not a file's worth.
+const maxTokenBytes = 16 << 10
+
+// loadToken sets inv.token for --url: from --token-file when given, else from $ELICIT_TOKEN.
+// The token is one word of visible ASCII; a file's surrounding whitespace (its newline) is
+// trimmed. No message quotes it. A token is refused for plain http beyond this machine,
+// where anyone on the way could read it.
+func (inv *invocation) loadToken(getenv func(string) string, stderr io.Writer) error {
+	if inv.url == "" {
+		return nil
+	}
+	from := "$" + tokenEnv
+	token := getenv(tokenEnv)
+	if inv.tokenFile != "" {
+		from = "--token-file " + inv.tokenFile
+		data, err := readToken(inv.tokenFile, stderr)
+		if err != nil {
+			return err
+		}
+		token = data
+	}
+	token = strings.TrimSpace(token)
+	switch {
+	case token == "" && inv.tokenFile != "":
+		return usagef("%s is empty: it should hold the bearer token", from)
+	case token == "":
+		return nil
+	case strings.ContainsFunc(token, func(r rune) bool { return r <= ' ' || r > '~' }):
+		return usagef("%s must hold the bearer token alone, one word of visible ASCII (no spaces, no further lines)", from)
+	}
+	u, _ := url.Parse(inv.url) // checked by parse
+	if u.Scheme != "https" && !loopback(u.Hostname()) {
+		hint := ""
+		if inv.tokenFile == "" {
+			hint = fmt.Sprintf(" (unset $%s to connect without one)", tokenEnv)
+		}
+		return usagef("--url %s is plain http to another machine: elicit sends a bearer token only over https, or http to this machine%s", inv.url, hint)
+	}
+	inv.token = token
+	return nil
+}
+
+// readToken reads a token file. One that other users can read is accepted, with a warning.
+func readToken(name string, stderr io.Writer) (string, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return "", usagef("--token-file: cannot read %s: %v", name, err)
+	}
+	defer f.Close()
+	info, err := f.Stat()
+	if err != nil || !info.Mode().IsRegular() {
+		return "", usagef("--token-file %s must be a file holding the bearer token", name)
+	}
+	if info.Mode().Perm()&0o004 != 0 && runtime.GOOS != "windows" {
+		fmt.Fprintf(stderr, "elicit: warning: --token-file %s can be read by other users of this machine (chmod 600 it)\n", name)
+	}
+	data, err := io.ReadAll(io.LimitReader(f, maxTokenBytes+1))
+	if err != nil {
+		return "", usagef("--token-file: cannot read %s: %v", name, err)
+	}
+	if len(data) > maxTokenBytes {
+		return "", usagef("--token-file %s is larger than %d bytes: it should hold the bearer token alone", name, maxTokenBytes)
+	}
+	return string(data), nil
+}
+
+// loopback reports whether host (a name or an address) is this machine only.
+func loopback(host string) bool {
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+// httpTransport is go-sdk's Streamable HTTP client transport to --url, with the bearer token,
+// if any, on every request to that origin. The protocol version asked for picks the era:
+// 2026-07-28 requests are stateless, earlier versions get a session.
+func (c *client) httpTransport() (mcp.Transport, *bearer) {
+	u, _ := url.Parse(c.inv.url) // checked by parse
+	c.server = u.Host
+	b := &bearer{token: c.inv.token, scheme: u.Scheme, host: u.Host, base: http.DefaultTransport}
+	return &mcp.StreamableClientTransport{Endpoint: c.inv.url, HTTPClient: &http.Client{Transport: b}}, b
+}
+
+// bearer sends the token to the endpoint's own origin only (a redirect elsewhere goes without
+// it), and remembers a refusal, to explain a failed connection.
+type bearer struct {
+	token        string
+	scheme, host string
+	base         http.RoundTripper
+	refused      atomic.Int32 // the last 401 or 403 status, or 0
+}
+
+func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
+	if b.token != "" && r.URL.Scheme == b.scheme && strings.EqualFold(r.URL.Host, b.host) {
+		r = r.Clone(r.Context())
+		r.Header.Set("Authorization", "Bearer "+b.token)
+	}
+	res, err := b.base.RoundTrip(r)
+	if err == nil && (res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden) {
+		b.refused.Store(int32(res.StatusCode))
+	}
+	return res, err
+}
+
+// explain says why the server refused elicit, if it did.
+func (b *bearer) explain(w io.Writer) {
+	switch status := b.refused.Load(); {
+	case status == http.StatusUnauthorized && b.token == "":
+		fmt.Fprintf(w, "the server wants a bearer token (401 Unauthorized): put it in a file and give --token-file FILE, or set $%s\n", tokenEnv)
+	case status == http.StatusUnauthorized:
+		fmt.Fprintf(w, "the server refused the bearer token (401 Unauthorized): check --token-file or $%s\n", tokenEnv)
+	case status == http.StatusForbidden:
+		fmt.Fprintln(w, "the server refused the request (403 Forbidden)")
+	}
+}
