@@ -7,7 +7,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -18,16 +17,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/cmd/elicitd/internal/chrome"
 )
 
-// chromium starts headless Chromium (Debian's package, which .ci/run installs) for the test
-// and returns a browser context of it: a person's browser.
+// chromium starts headless Chromium (Debian's package, which .ci/run installs; or the
+// browser CHROME names) for the test and returns a browser context of it: a person's
+// browser. Without a browser the test is skipped, saying what to install; under CI=true it
+// fails instead (see package chrome).
 func chromium(t *testing.T) context.Context {
 	t.Helper()
+	path := chrome.Require(t)
 	profile, err := os.MkdirTemp("", "elicitd-chromium")
 	require.NoError(t, err)
-	path, err := exec.LookPath("chromium")
-	require.NoError(t, err, "the browser tests need Chromium: apt-get install chromium (as .ci/run does)")
 	opts := append(chromedp.DefaultExecAllocatorOptions[:], chromedp.ExecPath(path), chromedp.NoSandbox,
 		chromedp.DisableGPU, chromedp.Flag("disable-quic", true), chromedp.Flag("disable-component-update", true),
 		chromedp.UserDataDir(profile))

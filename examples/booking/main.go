@@ -2,14 +2,17 @@
 // tool, book_table, that asks the person for the details of a restaurant booking in a form
 // and confirms it. It speaks MCP over stdio, in both eras: clients up to 2025-11-25 get the
 // form as an elicitation/create request, 2026-07-28 clients as an input_required result.
+// When it starts it says so on stderr (stdout is MCP's), with the command that drives it:
 //
-//	go run ./examples/booking
+//	go run ./cmd/elicit call book_table --args '{"restaurant": "Chez Nous"}' -- go run ./examples/booking
 package main
 
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
+	"os"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -48,9 +51,28 @@ func bookTable(ctx context.Context, _ *mcp.CallToolRequest, in In) (*mcp.CallToo
 	if err != nil {
 		return nil, Out{}, err // declined, cancelled, timed out...: the client gets the error payload
 	}
-	msg := fmt.Sprintf("%s, table for %d at %s on %s (%s)", in.Restaurant, b.Guests, b.Name,
-		b.When.Format("Mon 2 Jan 15:04"), b.Seating)
+	msg := confirmation(in.Restaurant, b)
 	return nil, Out{Confirmation: msg, Booking: b}, nil
+}
+
+// confirmation words a booking: the restaurant is where, the name is whom the table is for.
+func confirmation(restaurant string, b Booking) string {
+	return fmt.Sprintf("Table for %d at %s, in the name of %s, on %s (%s)", b.Guests, restaurant, b.Name,
+		b.When.Format("Mon 2 Jan 2006 15:04 MST"), b.Seating)
+}
+
+// Drive is the command, from the repository root, that drives this server with elicit.
+const Drive = `go run ./cmd/elicit call book_table --args '{"restaurant": "Chez Nous"}' -- go run ./examples/booking`
+
+// greet says on w (stderr: stdout carries MCP's JSON-RPC) what the program is and how to
+// drive it, so that someone who starts it in a terminal is not left facing silence.
+func greet(w io.Writer) {
+	fmt.Fprintf(w, `booking: an MCP server on stdio with one tool, book_table, which asks the person for
+the details of a restaurant booking and confirms it. Its stdin and stdout carry MCP's
+JSON-RPC for an MCP client, not for typing; to try it, from the repository root run
+  %s
+(Ctrl-D or Ctrl-C stops this server.)
+`, Drive)
 }
 
 // newServer returns the MCP server with its one tool, and the Elicitor to close at the end.
@@ -62,6 +84,7 @@ func newServer() (*mcp.Server, *ask.Elicitor) {
 }
 
 func main() {
+	greet(os.Stderr)
 	server, x := newServer()
 	defer func() { _ = x.Close(context.Background(), elicitation.Shutdown) }()
 	if err := server.Run(context.Background(), &mcp.StdioTransport{}); err != nil {

@@ -17,15 +17,24 @@ import (
 	"go.uber.org/goleak"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+// binDir holds the built server for the whole test run; TestMain removes it at the end.
+var binDir string
+
+func TestMain(m *testing.M) {
+	dir, err := os.MkdirTemp("", "booking")
+	if err != nil {
+		panic(err)
+	}
+	binDir = dir
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		_ = os.RemoveAll(dir)
+		os.Exit(code)
+	}))
+}
 
 // build builds the example server once per test run.
 var build = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "booking")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "booking")
+	bin := filepath.Join(binDir, "booking")
 	args := append(append([]string{"build"}, raceBuild...), "-o", bin, ".")
 	if out, err := exec.Command("go", args...).CombinedOutput(); err != nil {
 		return "", &buildError{out: string(out), err: err}
@@ -46,7 +55,6 @@ func (e *buildError) Error() string { return e.err.Error() + ": " + e.out }
 func TestBookingServerEndToEnd(t *testing.T) {
 	bin, err := build()
 	require.NoError(t, err)
-	t.Cleanup(func() { os.RemoveAll(filepath.Dir(bin)) })
 	for _, version := range []string{"2026-07-28", "2025-11-25"} {
 		t.Run(version, func(t *testing.T) {
 			var prompts []*mcp.ElicitParams
@@ -77,6 +85,9 @@ func TestBookingServerEndToEnd(t *testing.T) {
 			defer func() {
 				require.NoError(t, cs.Close())
 				assert.NotContains(t, stderr.String(), "DATA RACE")
+				assert.True(t, strings.HasPrefix(stderr.String(), "booking: an MCP server on stdio with one tool, book_table"),
+					"started, it first says what it is: %q", stderr.String())
+				assert.Contains(t, stderr.String(), "\n  "+Drive+"\n", "and how to drive it")
 			}()
 
 			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "book_table", Arguments: map[string]any{"restaurant": "Chez Nous"}})
@@ -85,7 +96,7 @@ func TestBookingServerEndToEnd(t *testing.T) {
 			var out Out
 			raw, _ := json.Marshal(res.StructuredContent)
 			require.NoError(t, json.Unmarshal(raw, &out))
-			assert.Equal(t, "Chez Nous, table for 4 at Ada on Thu 24 Dec 19:30 (inside)", out.Confirmation)
+			assert.Equal(t, "Table for 4 at Chez Nous, in the name of Ada, on Thu 24 Dec 2026 19:30 UTC (inside)", out.Confirmation)
 			assert.Equal(t, "Anniversary", out.Booking.Details)
 			require.Len(t, prompts, 2)
 			assert.Contains(t, prompts[0].Message, "Chez Nous")
@@ -110,4 +121,29 @@ func mustJSON(t *testing.T, v any) []byte {
 	b, err := json.Marshal(v)
 	require.NoError(t, err)
 	return b
+}
+
+// The confirmation puts the restaurant where the table is and the name as whom it is for,
+// whatever the values (issue #29: the name once went where the restaurant belongs).
+func TestConfirmationWording(t *testing.T) {
+	when := time.Date(2026, 3, 5, 12, 0, 0, 0, time.UTC)
+	got := confirmation("Ada", Booking{Name: "Chez Nous", Guests: 2, When: when, Seating: "terrace"})
+	assert.Equal(t, "Table for 2 at Ada, in the name of Chez Nous, on Thu 5 Mar 2026 12:00 UTC (terrace)", got)
+}
+
+// Started by hand, the server says what it is and how to drive it, on stderr only: stdout is
+// MCP's, and stays empty until a client speaks.
+func TestStartedAloneItSaysWhatItIs(t *testing.T) {
+	bin, err := build()
+	require.NoError(t, err)
+	cmd := exec.Command(bin) // stdin is empty: the server reads EOF and exits
+	var stdout, stderr strings.Builder
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	require.NoError(t, cmd.Run(), stderr.String())
+	assert.Empty(t, stdout.String())
+	var greeting strings.Builder
+	greet(&greeting)
+	assert.Equal(t, greeting.String(), stderr.String())
+	assert.Contains(t, greeting.String(), "book_table")
+	assert.Contains(t, greeting.String(), Drive)
 }
