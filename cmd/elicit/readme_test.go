@@ -3,6 +3,8 @@ package main
 import (
 	"context"
 	"encoding/json"
+	"errors"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -14,16 +16,62 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// freshClone clones the repository this test runs in (its committed state: what a newcomer
-// gets) into a temporary directory.
-func freshClone(t *testing.T) string {
+// readmeFromEnv chooses what TestReadmeAsANewcomer follows the README in: unset (or
+// "clone"), a fresh clone of the committed state, which is what a newcomer gets; "worktree",
+// a copy of the working tree as a commit of everything in it would hold, so that changes to
+// the README, demo.sh or the examples can be tried before they are committed.
+const readmeFromEnv = "ELICIT_README_FROM"
+
+// newcomerTree returns a directory holding the repository as a newcomer gets it: a fresh
+// clone of the committed state, or with ELICIT_README_FROM=worktree the working tree's files
+// a commit would hold.
+func newcomerTree(t *testing.T) string {
 	t.Helper()
 	top, err := exec.Command("git", "rev-parse", "--show-toplevel").Output()
 	require.NoError(t, err, "the README test follows the README from a fresh clone, so it runs in a git checkout")
+	root := strings.TrimSpace(string(top))
 	dir := filepath.Join(t.TempDir(), "elicitd")
-	out, err := exec.Command("git", "clone", "--quiet", strings.TrimSpace(string(top)), dir).CombinedOutput()
-	require.NoError(t, err, "%s", out)
+	switch from := os.Getenv(readmeFromEnv); from {
+	case "", "clone":
+		out, err := exec.Command("git", "clone", "--quiet", root, dir).CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	case "worktree":
+		t.Logf("%s=worktree: following the README in a copy of the working tree, not in a clone of the committed state", readmeFromEnv)
+		copyWorktree(t, root, dir)
+	default:
+		t.Fatalf("%s=%q: use clone (the default) or worktree", readmeFromEnv, from)
+	}
 	return dir
+}
+
+// copyWorktree copies into dir the files of the working tree at root that a commit of
+// everything would hold: tracked files that still exist, and untracked ones git does not
+// ignore, each with its permissions (demo.sh must stay executable).
+func copyWorktree(t *testing.T, root, dir string) {
+	t.Helper()
+	cmd := exec.Command("git", "ls-files", "-z", "--cached", "--others", "--exclude-standard")
+	cmd.Dir = root
+	list, err := cmd.Output()
+	require.NoError(t, err)
+	for name := range strings.SplitSeq(strings.TrimSuffix(string(list), "\x00"), "\x00") {
+		src := filepath.Join(root, name)
+		info, err := os.Lstat(src)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue // deleted, not yet committed as deleted
+		}
+		require.NoError(t, err)
+		dst := filepath.Join(dir, name)
+		require.NoError(t, os.MkdirAll(filepath.Dir(dst), 0o755))
+		if info.Mode()&fs.ModeSymlink != 0 {
+			target, err := os.Readlink(src)
+			require.NoError(t, err)
+			require.NoError(t, os.Symlink(target, dst))
+			continue
+		}
+		data, err := os.ReadFile(src)
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(dst, data, info.Mode().Perm()))
+	}
 }
 
 // runLine runs one README command line with sh in dir and returns its stdout and stderr,
@@ -52,27 +100,39 @@ func readmeCommands(t *testing.T, dir string) [][]string {
 	return blocks
 }
 
+// The lines demo.sh writes on stderr while it works: on a terminal they share one status
+// line, cleared before elicit draws its form.
+const (
+	demoBuilding = "building elicitd and elicit..."
+	demoStarting = "starting..."
+)
+
 // TestReadmeAsANewcomer follows the README's first commands on a fresh clone, exactly as
-// written: the main command interactively through a pseudo-terminal, and its --answers
-// variant directly. The test command itself is what is running this.
+// written: the main command (./demo.sh) interactively through a pseudo-terminal, and its
+// --answers variant directly. The test command itself is what is running this. With
+// ELICIT_README_FROM=worktree it follows them in the working tree instead (newcomerTree).
 func TestReadmeAsANewcomer(t *testing.T) {
-	dir := freshClone(t)
+	dir := newcomerTree(t)
 	blocks := readmeCommands(t, dir)
 	setup := blocks[0]
 	require.Len(t, setup, 2, "exactly two set-up commands at the top")
 	assert.Equal(t, "go test -race -count=1 ./...", setup[1], "the second runs the tests as CI does")
 	main := setup[0]
-	require.True(t, strings.HasPrefix(main, "go run ./cmd/elicit call create_shipment"), main)
+	require.Equal(t, "./demo.sh", main, "the first command is the demo script")
 	require.Len(t, blocks[1], 1)
 	scripted := blocks[1][0]
-	require.Contains(t, scripted, "--answers examples/")
+	require.True(t, strings.HasPrefix(scripted, main+" --answers examples/"), "the non-interactive run is the first command with scripted answers: %s", scripted)
 
 	t.Run("scripted", func(t *testing.T) {
 		stdout, stderr := runLine(t, dir, scripted)
 		body := decodeOut(t, stdout)["request_body"].(map[string]any)["ShipmentRequest"].(map[string]any)
 		shipment := body["Shipment"].(map[string]any)
 		assert.Equal(t, "Atlanta", shipment["Shipper"].(map[string]any)["Address"].(map[string]any)["City"])
-		assert.Contains(t, stderr, "Missing 3 required field(s) for shipment creation.")
+		// Without a terminal, demo.sh says what it does in plain lines, before elicit speaks.
+		building, starting := strings.Index(stderr, demoBuilding+"\n"), strings.Index(stderr, demoStarting+"\n")
+		asked := strings.Index(stderr, "Missing 3 required field(s) for shipment creation.")
+		assert.True(t, building == 0 && building < starting && starting < asked, "stderr: %s", stderr)
+		assert.NotContains(t, stderr, "\x1b", "no terminal escapes without a terminal")
 	})
 
 	t.Run("other non-interactive examples", func(t *testing.T) {
@@ -94,6 +154,14 @@ func TestReadmeAsANewcomer(t *testing.T) {
 	t.Run("interactive", func(t *testing.T) {
 		s := startScreen(t, dir, "sh", "-c", main)
 		s.waitFor("Missing 3 required field(s) for shipment creation.")
+		// While it built, the terminal said so; the status line is gone from the form's screen.
+		s.mu.Lock()
+		drawn, shown := s.drawn.String(), s.vt.String()
+		s.mu.Unlock()
+		assert.Contains(t, drawn, demoBuilding)
+		assert.Contains(t, drawn, demoStarting)
+		assert.Less(t, strings.Index(drawn, demoBuilding), strings.Index(drawn, demoStarting))
+		assert.NotContains(t, shown, demoStarting)
 		answers := map[string]string{"Shipper city *": "Atlanta", "Recipient name *": "Bob Smith", "Package weight (LBS) *": "5"}
 		for n := len(answers); n > 0; n-- {
 			// Answer whichever field has the focus, as a person reading the screen would.

@@ -42,7 +42,7 @@ func pipeFill(t *testing.T, r *os.File) (queued, capacity int) {
 }
 
 // sigtermExitBound is how long after SIGTERM elicitd may take to exit when its client has
-// stopped reading; the README promises 5 s, and the exit used to take 4.5 s.
+// stopped reading: docs/settings.md promises 2 s (the exit used to take 4.5 s).
 const sigtermExitBound = 2 * time.Second
 
 // A client that stopped reading stdout, so that elicitd's writes block on a full pipe, does
