@@ -180,6 +180,26 @@ func TestHTTPConnectionLimitsSpareLongStreams(t *testing.T) {
 	require.NoError(t, err)
 	closedByServer(t, c, r)
 
+	// A body that keeps coming, slowly, for longer than the pause allowed is read whole.
+	c, r, host = rawConn(t, s)
+	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"slow","version":"1"}}}`
+	_, err = fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: %s\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nMcp-Protocol-Version: 2025-11-25\r\nContent-Length: %d\r\n\r\n", host, len(body))
+	require.NoError(t, err)
+	slowStart := time.Now()
+	pace := time.NewTicker(300 * time.Millisecond)
+	for i := 0; i < len(body); i += len(body)/6 + 1 {
+		<-pace.C // a slow uplink: a piece every 300 ms, 1.8 s in all against a 1 s pause
+		_, err = io.WriteString(c, body[i:min(i+len(body)/6+1, len(body))])
+		require.NoError(t, err)
+	}
+	pace.Stop()
+	require.Greater(t, time.Since(slowStart), time.Second)
+	res, err = http.ReadResponse(r, nil)
+	require.NoError(t, err, "the slow body was read, not cut")
+	_, _ = io.Copy(io.Discard, res.Body)
+	res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+
 	require.Greater(t, time.Since(began), time.Second, "both limits have passed while the call waited")
 	select {
 	case err := <-streamEnded:

@@ -304,7 +304,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"max-sessions", "ELICITD_MAX_SESSIONS", "with --http: live 2025-11-25 sessions in all; an initialize over it gets a JSON-RPC error", "5000", intIn(&c.http.maxSessions, 1, 10_000_000)},
 		{"max-sessions-per-caller", "ELICITD_MAX_SESSIONS_PER_CALLER", "with --http: live 2025-11-25 sessions of one caller (a bearer token; without tokens, every client is one caller)", "1000", intIn(&c.http.maxPerCaller, 1, 10_000_000)},
 		{"conn-idle", "ELICITD_CONN_IDLE", "HTTP listeners (MCP and the page): a keep-alive connection idle this long between requests is closed", "2m", durationIn(&c.page.conn.idle, time.Second, time.Hour, false)},
-		{"body-timeout", "ELICITD_BODY_TIMEOUT", "HTTP listeners (MCP and the page): the most a request may take to send its body (a response that lasts, such as an SSE stream or a call waiting for a person, is not cut)", "1m", durationIn(&c.page.conn.body, time.Second, time.Hour, false)},
+		{"body-timeout", "ELICITD_BODY_TIMEOUT", "HTTP listeners (MCP and the page): the longest a request's body may pause; the whole body must arrive within ten times this (a response that lasts, such as an SSE stream or a call waiting for a person, is not cut)", "1m", durationIn(&c.page.conn.body, time.Second, time.Hour, false)},
 		{"page-wait", "ELICITD_PAGE_WAIT", "2026-07-28 clients: how long a retry that accepted the page's link waits for the page to be sent before the link is shown again", "30s", durationIn(&c.pageWait, 100*time.Millisecond, 10*time.Minute, false)},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {

@@ -136,10 +136,12 @@ func (cl connLimits) server(h http.Handler, log *slog.Logger) *http.Server {
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn)}
 }
 
-// bodyDeadline gives a request with a body d to send it: the connection's read deadline is
-// set for the body and cleared once it has been read, so a client that trickles a body is cut
-// off, and a response that then lasts (an SSE stream, a call that waits for a person) is not.
-// A request without a body gets no deadline: its headers were read under ReadHeaderTimeout.
+// bodyDeadline bounds how a request with a body sends it: the body may pause for at most d
+// between reads, and must arrive whole within bodyWhole times d. A person uploading a large
+// file over a slow link is not cut off while bytes keep coming; a client that trickles a body,
+// or stops sending it, is. Once the body has been read the deadline is cleared, so a response
+// that lasts (an SSE stream, a call that waits for a person) is never cut. A request without
+// a body gets no deadline: its headers were read under ReadHeaderTimeout.
 func bodyDeadline(d time.Duration, next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if d <= 0 || r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody {
@@ -147,27 +149,48 @@ func bodyDeadline(d time.Duration, next http.Handler) http.Handler {
 			return
 		}
 		rc := http.NewResponseController(w)
-		if rc.SetReadDeadline(time.Now().Add(d)) == nil {
-			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		now := time.Now()
+		b := &deadlineBody{ReadCloser: r.Body, rc: rc, pause: d, whole: now.Add(bodyWhole * d)}
+		if b.extend(now) == nil {
+			r.Body = b
 		}
 		next.ServeHTTP(w, r)
 	})
 }
 
-// deadlineBody clears the read deadline once the body has been read to its end.
+// bodyWhole is how many times --body-timeout a whole body may take to arrive.
+const bodyWhole = 10
+
+// deadlineBody moves the read deadline on as the body arrives, and clears it once the body
+// has been read to its end.
 type deadlineBody struct {
 	io.ReadCloser
-	rc   *http.ResponseController
-	done bool
+	rc    *http.ResponseController
+	pause time.Duration // the longest the body may pause
+	whole time.Time     // by when it must have arrived
+	done  bool
+}
+
+// extend sets the deadline to now plus the pause allowed, but never past whole.
+func (b *deadlineBody) extend(now time.Time) error {
+	at := now.Add(b.pause)
+	if at.After(b.whole) {
+		at = b.whole
+	}
+	return b.rc.SetReadDeadline(at)
 }
 
 func (b *deadlineBody) Read(p []byte) (int, error) {
 	n, err := b.ReadCloser.Read(p)
-	if err == io.EOF && !b.done {
+	switch {
+	case b.done:
+	case err == io.EOF:
 		// Only once it is whole: a body cut short keeps the deadline, so the server's
 		// attempt to drain it before replying fails at once too.
 		b.done = true
 		_ = b.rc.SetReadDeadline(time.Time{})
+	case n > 0:
+		_ = b.extend(time.Now()) // bytes came: the pause allowed starts again
 	}
 	return n, err
 }
