@@ -1,0 +1,32 @@
+package natsstore_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/store/natsstore"
+	"github.com/elicitd/elicitd/store/storetest"
+)
+
+// Every test in the package must leave no goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// embedded is a store on an embedded server of its own, in a temporary directory.
+func embedded(t testing.TB, lim store.Limits) *natsstore.Store {
+	s, err := natsstore.Embedded(context.Background(), natsstore.ServerOptions{Dir: t.TempDir()}, natsstore.Options{Limits: lim})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// The NATS store keeps the store contract, on an embedded server; its expiry runs on
+// JetStream's TTLs, in real time.
+func TestContract(t *testing.T) {
+	storetest.Run(t, func(t *testing.T, lim store.Limits) storetest.Harness {
+		return storetest.Harness{Store: embedded(t, lim)}
+	})
+}

@@ -1,0 +1,500 @@
+package natsstore_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/store/natsstore"
+	"github.com/elicitd/elicitd/store/storetest"
+)
+
+// swappable is an in-process connection provider whose server can be replaced: the
+// client's reconnect loop finds the restarted server through it, as a client over TCP
+// would find a server restarted on the same address.
+type swappable struct {
+	mu  sync.Mutex
+	srv *natsstore.Server
+}
+
+func (p *swappable) set(s *natsstore.Server) {
+	p.mu.Lock()
+	p.srv = s
+	p.mu.Unlock()
+}
+
+func (p *swappable) InProcessConn() (net.Conn, error) {
+	p.mu.Lock()
+	s := p.srv
+	p.mu.Unlock()
+	if s == nil {
+		return nil, errors.New("no server")
+	}
+	return s.InProcessConn()
+}
+
+// claim is what claiming a round writes: the round answered, logged with the outcome
+// answered to the client.
+func claim(r store.Record, at time.Time) store.Record {
+	r.Claimed++
+	r.Handed = max(r.Handed, r.Claimed)
+	r.Log = append(append([]store.Round(nil), r.Log...), store.Round{Prompt: fmt.Sprintf("sha256:round-%d", r.Claimed),
+		Answers: json.RawMessage(`{"service":"UPS Ground","signature":true}`), Attempts: 1, At: at.Round(0)})
+	r.Outcome = json.RawMessage(fmt.Sprintf(`{"round":%d,"content":[{"type":"text","text":"rated"}]}`, r.Claimed))
+	return r
+}
+
+func sameRecord(t testing.TB, want, got store.Record) {
+	t.Helper()
+	wj, err := json.Marshal(want)
+	require.NoError(t, err)
+	gj, err := json.Marshal(got)
+	require.NoError(t, err)
+	require.JSONEq(t, string(wj), string(gj))
+	require.Equal(t, want.Revision, got.Revision)
+}
+
+func startServer(t *testing.T, dir string) *natsstore.Server {
+	t.Helper()
+	srv, err := natsstore.StartServer(natsstore.ServerOptions{Dir: dir})
+	require.NoError(t, err)
+	return srv
+}
+
+// With its server down, every call fails with ErrUnavailable: within its context's bound
+// until the client notices, at once after; once the server is back on the same data directory, the same store
+// works again, and every record is there as it was: its data, its revision (so that a
+// compare-and-set from before the restart still works), its TTL, its files.
+func TestServerDownThenRestarted(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	p := &swappable{srv: startServer(t, dir)}
+	nc, err := nats.Connect("", append(natsstore.ClientOptions("test"), nats.InProcessServer(p))...)
+	require.NoError(t, err)
+	defer nc.Close()
+	ctx := context.Background()
+	s, err := natsstore.Open(ctx, nc, natsstore.Options{MarkerTTL: time.Second})
+	require.NoError(t, err)
+	defer s.Close()
+
+	now := time.Now()
+	r := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
+	r.Revision, err = s.Create(ctx, r)
+	require.NoError(t, err)
+	r = claim(r, now)
+	r.Revision, err = s.Update(ctx, r)
+	require.NoError(t, err, "a claimed round")
+	short := storetest.Sample("alice", storetest.NewID(), now, now.Add(3*time.Second))
+	short.Revision, err = s.Create(ctx, short)
+	require.NoError(t, err)
+	require.NoError(t, s.PutFile(ctx, r.ID, "scan", strings.NewReader("a document")))
+
+	p.srv.Shutdown()
+	p.set(nil)
+	// Before the client has noticed, a call may wait for its answer: its context bounds it.
+	const bound = time.Second
+	bctx, cancel := context.WithTimeout(context.Background(), bound)
+	start := time.Now()
+	_, err = s.Get(bctx, "alice", r.ID)
+	cancel()
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.Less(t, time.Since(start), bound+250*time.Millisecond)
+	// Once it has, every call fails at once.
+	require.Eventually(t, func() bool { return nc.Status() != nats.CONNECTED }, 5*time.Second, 5*time.Millisecond)
+	calls := map[string]func(context.Context) error{
+		"create": func(ctx context.Context) error {
+			_, err := s.Create(ctx, storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour)))
+			return err
+		},
+		"get":    func(ctx context.Context) error { _, err := s.Get(ctx, "alice", r.ID); return err },
+		"update": func(ctx context.Context) error { _, err := s.Update(ctx, claim(r, now)); return err },
+		"delete": func(ctx context.Context) error { return s.Delete(ctx, "alice", r.ID, r.Revision) },
+		"list":   func(ctx context.Context) error { _, err := s.List(ctx, "alice"); return err },
+		"put file": func(ctx context.Context) error {
+			return s.PutFile(ctx, r.ID, "other", strings.NewReader("x"))
+		},
+		"get file":     func(ctx context.Context) error { _, err := s.GetFile(ctx, r.ID, "scan"); return err },
+		"delete files": func(ctx context.Context) error { return s.DeleteFiles(ctx, r.ID) },
+	}
+	for name, call := range calls {
+		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		start := time.Now()
+		err := call(ctx)
+		took := time.Since(start)
+		cancel()
+		require.ErrorIs(t, err, store.ErrUnavailable, name)
+		require.Less(t, took, bound/4, "%s fails at once", name)
+		t.Logf("%s with the server down: %v after %v", name, err, took)
+	}
+
+	p.set(startServer(t, dir))
+	defer p.srv.Shutdown()
+	require.Eventually(t, func() bool {
+		_, err := s.Get(ctx, "alice", r.ID)
+		if err != nil {
+			t.Logf("after the restart: %v", err)
+		}
+		return err == nil
+	}, 10*time.Second, 20*time.Millisecond, "the store works again once the server is back")
+	got, err := s.Get(ctx, "alice", r.ID)
+	require.NoError(t, err)
+	sameRecord(t, r, got)
+	next := claim(r, now)
+	_, err = s.Update(ctx, next)
+	require.NoError(t, err, "a compare-and-set on the revision from before the restart")
+	_, err = s.Update(ctx, next)
+	require.ErrorIs(t, err, store.ErrConflict)
+	rc, err := s.GetFile(ctx, r.ID, "scan")
+	require.NoError(t, err)
+	rc.Close()
+	_, err = s.Create(ctx, storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour)))
+	require.NoError(t, err)
+	// The short record's TTL survived the restart: it is reclaimed at its deadline.
+	require.Eventually(t, func() bool {
+		_, err := s.Create(ctx, storetest.Sample("alice", short.ID, now, time.Now().Add(time.Hour)))
+		return err == nil
+	}, time.Until(short.Deadline)+6*time.Second, 50*time.Millisecond)
+}
+
+// A start that cannot work fails with an error that names the problem.
+func TestStartErrors(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+
+	file := t.TempDir() + "/file"
+	require.NoError(t, os.WriteFile(file, []byte("not a directory"), 0o600))
+	_, err := natsstore.Embedded(ctx, natsstore.ServerOptions{Dir: file + "/data"}, natsstore.Options{})
+	require.ErrorContains(t, err, "cannot create the data directory")
+	_, err = natsstore.Embedded(ctx, natsstore.ServerOptions{}, natsstore.Options{})
+	require.ErrorContains(t, err, "needs a data directory")
+
+	_, err = natsstore.Connect(ctx, natsstore.ConnectOptions{URLs: []string{"nats://127.0.0.1:1"}}, natsstore.Options{})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.ErrorContains(t, err, "cannot reach NATS at nats://127.0.0.1:1")
+
+	plain := runServer(t, &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true})
+	_, err = natsstore.Connect(ctx, natsstore.ConnectOptions{URLs: []string{plain.ClientURL()}}, natsstore.Options{})
+	require.ErrorIs(t, err, store.ErrUnavailable)
+	require.ErrorContains(t, err, "has no JetStream")
+
+	locked := runServer(t, &server.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, JetStream: true, StoreDir: t.TempDir(),
+		Username: "elicitd", Password: "s3cret"})
+	_, err = natsstore.Connect(ctx, natsstore.ConnectOptions{URLs: []string{locked.ClientURL()}, User: "elicitd", Password: "wrong"}, natsstore.Options{})
+	require.ErrorContains(t, err, "refused the credentials")
+	_, err = natsstore.Connect(ctx, natsstore.ConnectOptions{URLs: []string{locked.ClientURL()}, CredsFile: t.TempDir() + "/none.creds"}, natsstore.Options{})
+	require.ErrorContains(t, err, "credentials file")
+	s, err := natsstore.Connect(ctx, natsstore.ConnectOptions{URLs: []string{locked.ClientURL()}, User: "elicitd", Password: "s3cret"}, natsstore.Options{})
+	require.NoError(t, err)
+	require.NoError(t, s.Close())
+
+	_, err = natsstore.Open(ctx, nil, natsstore.Options{Bucket: "no.dots"})
+	require.ErrorContains(t, err, "bucket name")
+}
+
+// runServer starts a nats-server with opts, stopped when t ends.
+func runServer(t testing.TB, opts *server.Options) *server.Server {
+	t.Helper()
+	ns, err := server.NewServer(opts)
+	require.NoError(t, err)
+	ns.Start()
+	require.True(t, ns.ReadyForConnections(10*time.Second), "server %s starts", opts.ServerName)
+	t.Cleanup(func() {
+		ns.Shutdown()
+		ns.WaitForShutdown()
+	})
+	return ns
+}
+
+// cluster is n nats-servers on loopback, routed to each other, JetStream on each with a
+// data directory of its own.
+type cluster struct {
+	servers []*server.Server
+}
+
+// startCluster starts a cluster of n servers, and waits for its JetStream meta leader.
+func startCluster(t testing.TB, n int) *cluster {
+	t.Helper()
+	// Every server must name its routes before it starts (JetStream sizes its meta group
+	// from them), so the cluster ports are chosen first.
+	ports := make([]int, n)
+	var ls []net.Listener
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ls = append(ls, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+	}
+	c := &cluster{}
+	for i := range n {
+		c.servers = append(c.servers, runServer(t, &server.Options{
+			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: -1, NoSigs: true,
+			JetStream: true, StoreDir: t.TempDir(), JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 4 << 30, // the buckets reserve 2 GiB
+			Cluster: server.ClusterOpts{Name: "elicitd-test", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+		}))
+	}
+	require.Eventually(t, func() bool { return c.metaLeader() != nil }, 30*time.Second, 50*time.Millisecond, "a meta leader")
+	return c
+}
+
+func (c *cluster) metaLeader() *server.Server {
+	for _, s := range c.servers {
+		if s.Running() && s.JetStreamIsLeader() {
+			return s
+		}
+	}
+	return nil
+}
+
+// connect opens a store with R3 buckets through server i only.
+func (c *cluster) connect(t testing.TB, i int, o natsstore.Options) *natsstore.Store {
+	t.Helper()
+	o.Replicas = 3
+	var s *natsstore.Store
+	// The first buckets of a new cluster may take a moment: peers are still being learned.
+	require.Eventually(t, func() bool {
+		var err error
+		s, err = natsstore.Connect(context.Background(), natsstore.ConnectOptions{URLs: []string{c.servers[i].ClientURL()}, Name: fmt.Sprintf("via-n%d", i+1)}, o)
+		if err != nil {
+			t.Logf("connect through n%d: %v", i+1, err)
+		}
+		return err == nil
+	}, 30*time.Second, 200*time.Millisecond)
+	t.Cleanup(func() { _ = s.Close() })
+	return s
+}
+
+// streamLeader asks JetStream, through server i, which server leads the records' stream.
+func (c *cluster) streamLeader(t testing.TB, i int) string {
+	t.Helper()
+	nc, err := nats.Connect(c.servers[i].ClientURL())
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+	defer cancel()
+	st, err := js.Stream(ctx, "KV_"+natsstore.DefaultBucket)
+	require.NoError(t, err)
+	info, err := st.Info(ctx)
+	require.NoError(t, err)
+	require.NotNil(t, info.Cluster)
+	return info.Cluster.Leader
+}
+
+// moveStreamLeader asks the records' stream leader, through server i, to hand its
+// leadership to the server named to.
+func (c *cluster) moveStreamLeader(t testing.TB, i int, to string) {
+	t.Helper()
+	nc, err := nats.Connect(c.servers[i].ClientURL())
+	require.NoError(t, err)
+	defer nc.Close()
+	req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, to)
+	msg, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.KV_"+natsstore.DefaultBucket, []byte(req), 5*time.Second)
+	require.NoError(t, err)
+	require.Contains(t, string(msg.Data), `"success":true`, string(msg.Data))
+}
+
+// updateThroughFailover retries a compare-and-set while the store is unavailable (a
+// leader election): the outcome of a write that failed so is unknown, so a conflict after
+// one is checked against the record, which must then be the write itself.
+func updateThroughFailover(t testing.TB, s store.Store, r store.Record, within time.Duration) uint64 {
+	t.Helper()
+	deadline := time.Now().Add(within)
+	unknown := false
+	for {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		rev, err := s.Update(ctx, r)
+		cancel()
+		switch {
+		case err == nil:
+			return rev
+		case errors.Is(err, store.ErrConflict) && unknown:
+			got, gerr := s.Get(context.Background(), r.Owner, r.ID)
+			require.NoError(t, gerr)
+			require.Equal(t, r.Claimed, got.Claimed, "a conflict after an unknown outcome: the write landed")
+			return got.Revision
+		case errors.Is(err, store.ErrUnavailable):
+			unknown = true
+			require.True(t, time.Now().Before(deadline), "still unavailable after %v: %v", within, err)
+			time.Sleep(50 * time.Millisecond) // a retry's back-off, not a wait for state
+		default:
+			require.NoError(t, err)
+		}
+	}
+}
+
+// A 3-node cluster on loopback, buckets R3: compare-and-set works through any node's
+// connection; with the node that leads both JetStream's meta group and the records' stream
+// shut down, a claimed round written before is still there, and a compare-and-set
+// through a surviving node works; with a second node down (no quorum), writes fail closed
+// with ErrUnavailable within their bound.
+func TestCluster(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	stores := []*natsstore.Store{c.connect(t, 0, natsstore.Options{}), c.connect(t, 1, natsstore.Options{}), c.connect(t, 2, natsstore.Options{})}
+	ctx := context.Background()
+	now := time.Now()
+
+	// A chain of compare-and-sets, each through another node, on the revision the last
+	// write returned.
+	r := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
+	rev1, err := stores[0].Create(ctx, r)
+	require.NoError(t, err)
+	r.Revision = rev1
+	r = claim(r, now)
+	rev2, err := stores[1].Update(ctx, r)
+	require.NoError(t, err)
+	r.Revision = rev2
+	r = claim(r, now)
+	rev3, err := stores[2].Update(ctx, r)
+	require.NoError(t, err)
+	r.Revision = rev3
+	for i, rev := range []uint64{rev1, rev2} {
+		stale := claim(r, now)
+		stale.Revision = rev
+		_, err := stores[i].Update(ctx, stale)
+		require.ErrorIs(t, err, store.ErrConflict, "a stale revision through n%d", i+1)
+	}
+	for i, s := range stores {
+		require.Eventually(t, func() bool {
+			got, err := s.Get(ctx, "alice", r.ID)
+			return err == nil && got.Revision == rev3
+		}, 5*time.Second, 20*time.Millisecond, "n%d reads the last write", i+1)
+	}
+
+	// 51 racers on one revision, spread over the three nodes: one wins.
+	start := make(chan struct{})
+	var wins sync.WaitGroup
+	var mu sync.Mutex
+	winners := 0
+	for i := range 51 {
+		wins.Add(1)
+		go func() {
+			defer wins.Done()
+			mine := claim(r, now)
+			mine.Node = fmt.Sprintf("racer-%d", i)
+			<-start
+			_, err := stores[i%3].Update(ctx, mine)
+			mu.Lock()
+			defer mu.Unlock()
+			if err == nil {
+				winners++
+			} else if !errors.Is(err, store.ErrConflict) {
+				t.Errorf("racer %d through n%d: %v", i, i%3+1, err)
+			}
+		}()
+	}
+	close(start)
+	wins.Wait()
+	require.Equal(t, 1, winners)
+	claimed, err := stores[0].Get(ctx, "alice", r.ID)
+	require.NoError(t, err)
+	require.True(t, strings.HasPrefix(claimed.Node, "racer-"))
+	require.Eventually(t, func() bool {
+		for _, s := range stores {
+			got, err := s.Get(ctx, "alice", r.ID)
+			if err != nil || got.Revision != claimed.Revision {
+				return false
+			}
+		}
+		return true
+	}, 5*time.Second, 20*time.Millisecond, "every node has the claimed round")
+
+	// Put the stream's leadership on the meta leader, and shut that server down.
+	meta := c.metaLeader()
+	require.NotNil(t, meta)
+	if c.streamLeader(t, 0) != meta.Name() {
+		c.moveStreamLeader(t, 0, meta.Name())
+		require.Eventually(t, func() bool { return c.streamLeader(t, 0) == meta.Name() }, 10*time.Second, 50*time.Millisecond)
+	}
+	victim := -1
+	for i, s := range c.servers {
+		if s == meta {
+			victim = i
+		}
+	}
+	var survivors []int
+	for i := range c.servers {
+		if i != victim {
+			survivors = append(survivors, i)
+		}
+	}
+	t.Logf("shutting down n%d, leader of the meta group and of the records' stream", victim+1)
+	down := time.Now()
+	meta.Shutdown()
+	meta.WaitForShutdown()
+
+	// Reads fail too (ErrUnavailable) until the survivors have a stream leader again.
+	for _, i := range survivors {
+		var got store.Record
+		require.Eventually(t, func() bool {
+			var err error
+			got, err = stores[i].Get(ctx, "alice", r.ID)
+			if err != nil {
+				require.ErrorIs(t, err, store.ErrUnavailable)
+			}
+			return err == nil
+		}, 30*time.Second, 50*time.Millisecond, "the claimed round, read through n%d", i+1)
+		sameRecord(t, claimed, got)
+		t.Logf("first read through n%d after the leader went: %v", i+1, time.Since(down))
+	}
+	next := claim(claimed, now)
+	rev := updateThroughFailover(t, stores[survivors[0]], next, 30*time.Second)
+	t.Logf("first compare-and-set through n%d after the leader went: %v", survivors[0]+1, time.Since(down))
+	require.Greater(t, rev, claimed.Revision)
+	newLeader := c.streamLeader(t, survivors[1])
+	require.NotEqual(t, meta.Name(), newLeader)
+	t.Logf("new stream leader %s, meta leader %v", newLeader, c.metaLeader() != nil)
+	// The stale revision loses through the other survivor.
+	_, err = stores[survivors[1]].Update(ctx, next)
+	require.ErrorIs(t, err, store.ErrConflict)
+	_, err = stores[survivors[1]].Create(ctx, storetest.Sample("bob", storetest.NewID(), now, now.Add(time.Hour)))
+	require.NoError(t, err)
+	list, err := stores[survivors[1]].List(ctx, "alice")
+	require.NoError(t, err)
+	require.Len(t, list, 1)
+	require.Equal(t, rev, list[0].Revision)
+	// The store whose server went reconnects to a survivor, and works again.
+	require.Eventually(t, func() bool {
+		got, err := stores[victim].Get(ctx, "alice", r.ID)
+		return err == nil && got.Revision == rev
+	}, 10*time.Second, 50*time.Millisecond, "the victim's store fails over")
+
+	// Quorum lost: writes fail closed, within their bound.
+	second := c.servers[survivors[1]]
+	second.Shutdown()
+	second.WaitForShutdown()
+	last := stores[survivors[0]]
+	after := claim(claim(claimed, now), now)
+	after.Revision = rev
+	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	t0 := time.Now()
+	_, err = last.Update(cctx, after)
+	require.ErrorIs(t, err, store.ErrUnavailable, "no write without a quorum")
+	require.Less(t, time.Since(t0), 3*time.Second)
+	t.Logf("compare-and-set without a quorum: %v after %v", err, time.Since(t0))
+	_, err = last.Get(ctx, "alice", r.ID)
+	t.Logf("read without a quorum: %v", err)
+}
