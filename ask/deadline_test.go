@@ -66,6 +66,16 @@ func extend(t *testing.T, cs *mcp.ClientSession, id string, seconds int) time.Ti
 	return d
 }
 
+// answersThePhone calls phone as u and requires it to complete with aPhone's number.
+func answersThePhone(t *testing.T, u *elicittest.User, why string) {
+	t.Helper()
+	res := u.Call(context.Background(), "phone", map[string]any{})
+	p, err := elicittest.Payload(res)
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%s: %v", why, p)
+	assert.Equal(t, "555 0100", p["phone"])
+}
+
 func mockAt10() *clock.Mock {
 	mock := clock.NewMock()
 	mock.Set(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
@@ -83,11 +93,7 @@ func TestAnAnswerAtNinetyPercentOfTheDeadlineCompletes(t *testing.T) {
 				assert.Equal(t, mock.Now().Add(10*time.Minute), shownDeadline(t, p), "the deadline shown is the question's")
 				mock.Add(9 * time.Minute)
 			}, elicittest.Accept(aPhone)))
-			res := u.Call(context.Background(), "phone", map[string]any{})
-			p, err := elicittest.Payload(res)
-			require.NoError(t, err)
-			require.False(t, res.IsError, "%v", p)
-			assert.Equal(t, "555 0100", p["phone"])
+			answersThePhone(t, u, "")
 			assert.Zero(t, el.Registry().Len())
 		})
 	}
@@ -111,11 +117,7 @@ func TestAnExtendedQuestionAnsweredPastItsFirstDeadlineCompletes(t *testing.T) {
 				assert.Equal(t, first.Add(5*time.Minute), shown, "the list shows the extended deadline")
 				mock.Add(3 * time.Minute) // 12 minutes in: past the first deadline
 			}, elicittest.Accept(aPhone)))
-			res := u.Call(context.Background(), "phone", map[string]any{})
-			p, err := elicittest.Payload(res)
-			require.NoError(t, err)
-			require.False(t, res.IsError, "%v", p)
-			assert.Equal(t, "555 0100", p["phone"])
+			answersThePhone(t, u, "")
 		})
 	}
 }
@@ -148,10 +150,7 @@ func TestWithPullIdleTheShownDeadlineIsTheOneThatApplies(t *testing.T) {
 				require.Equal(t, asked.Add(applies), shownDeadline(t, p), "a new question starts afresh")
 				mock.Add(applies)
 			}, elicittest.Never()))
-			res := u.Call(context.Background(), "phone", map[string]any{})
-			p, err := elicittest.Payload(res)
-			require.NoError(t, err)
-			require.False(t, res.IsError, "answered before the shown time: %v", p)
+			answersThePhone(t, u, "answered before the shown time")
 
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()

@@ -288,7 +288,7 @@ func (e *Elicitation) run() {
 		defer e.group.Done()
 	}
 	e.attempt = 1
-	e.emit(nil)
+	e.emit(nil, e.created)
 	for {
 		select {
 		case ev := <-e.inbox:
@@ -373,7 +373,7 @@ func (e *Elicitation) accept(a Answer, now time.Time) {
 				e.step.Form = a.retry // the valid answers are kept: ask only for the rest
 			}
 			e.attempt++
-			e.emit(errs)
+			e.emit(errs, now)
 		}
 		return
 	}
@@ -398,7 +398,7 @@ func (e *Elicitation) accept(a Answer, now time.Time) {
 		e.end(Cancelled, TooManyRounds, now)
 	default:
 		e.step = *next.FollowUp
-		e.emit(nil)
+		e.emit(nil, now)
 	}
 }
 
@@ -463,8 +463,9 @@ func (e *Elicitation) touch(now time.Time) {
 	}
 }
 
-// emit starts the next round: it publishes the new round and hands its prompt over.
-func (e *Elicitation) emit(errs []validator.FieldError) {
+// emit starts the next round at now: it publishes the new round, restarts the idle expiry
+// (the first round's started with the elicitation, in Start), and hands its prompt over.
+func (e *Elicitation) emit(errs []validator.FieldError, now time.Time) {
 	e.round++
 	msg := e.step.Message
 	switch {
@@ -476,7 +477,7 @@ func (e *Elicitation) emit(errs []validator.FieldError) {
 	}
 	e.asking.Store(&asked{round: e.round, form: e.step.Form})
 	if e.round > 1 {
-		e.touch(e.clk.Now()) // the first prompt's idle expiry started with the elicitation
+		e.touch(now)
 	}
 	e.publish(Active, None)
 	e.prompter.Prompt(Prompt{
