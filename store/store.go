@@ -121,10 +121,32 @@ type Store interface {
 	// DeleteFiles deletes every file of question questionID (none is not an error).
 	DeleteFiles(ctx context.Context, questionID string) error
 
+	// Shared returns the value kept under name, keeping value there first if there is none
+	// (create-if-absent), so that every node sharing the store gets the same one: the
+	// requestState key, say. Such a value never expires. name: 1-128 letters, digits, '-',
+	// '_' or '='.
+	Shared(ctx context.Context, name string, value []byte) ([]byte, error)
+
 	// Close releases the store; every call after it fails with ErrUnavailable. Closing
 	// twice is not an error.
 	Close() error
 }
+
+// Relay carries requests between the nodes that share a store: a retry that lands on one
+// node is forwarded to the node whose goroutine holds its question. Delivery is at most
+// once; a node that is not running answers ErrNoNode at once, which is the signal for
+// another node to take its questions over.
+type Relay interface {
+	// Serve has h answer the requests sent to node until stop is called. h runs on a
+	// goroutine of its own for each request; its ctx ends with stop.
+	Serve(node string, h func(ctx context.Context, msg []byte) []byte) (stop func(), err error)
+	// Send sends msg to node and returns its answer: ErrNoNode if no process serves node,
+	// ErrUnavailable if the relay cannot be reached, ctx's error if it ends first.
+	Send(ctx context.Context, node string, msg []byte) ([]byte, error)
+}
+
+// ErrNoNode: no process serves the node a request was sent to (it stopped, or died).
+var ErrNoNode = errors.New("store: no such node is running")
 
 // Record is one question, in elicitd's own terms. It is JSON-encoded in the store, small
 // (0.5-2 KB typical), and every field but Revision is the caller's.
@@ -164,9 +186,14 @@ type Record struct {
 
 	// Log is every answered round, in order: what a replay answers each Ask from.
 	Log []Round `json:"log,omitempty"`
-	// Outcome is what the last claimed round answered the client, recorded with its claim,
-	// so that an identical resend gets it again on any node.
+	// Outcome is what the last claimed round answered the client, recorded once known, so
+	// that an identical resend gets it again on any node.
 	Outcome json.RawMessage `json:"outcome,omitempty"`
+	// Prompt is the digest of the prompt of the round handed out (Handed), and ClaimSum the
+	// digest of the response that claimed the last claimed round: a resend with the same
+	// response is the same request again, one with another is a second use.
+	Prompt   string `json:"prompt,omitempty"`
+	ClaimSum string `json:"claim,omitempty"`
 
 	// Page is the question's URL-mode page link, if it has one.
 	Page *PageLink `json:"page,omitempty"`

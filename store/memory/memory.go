@@ -50,6 +50,7 @@ type Store struct {
 	fileQueue []fileRef                    // every file put, oldest first (some since replaced or deleted)
 	fileBytes int64
 	nfiles    int // files held
+	shared    map[string][]byte
 }
 
 type entry struct {

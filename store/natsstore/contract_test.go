@@ -30,3 +30,6 @@ func TestContract(t *testing.T) {
 		return storetest.Harness{Store: embedded(t, lim)}
 	})
 }
+
+// The NATS store is a relay too, on core NATS request/reply.
+func TestRelayContract(t *testing.T) { storetest.RunRelay(t, embedded(t, store.Limits{})) }

@@ -70,6 +70,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"FileTooLarge", store.Limits{MaxFileBytes: 64 << 10}, testFileTooLarge},
 		{"FilesFull", store.Limits{MaxFileBytes: 64 << 10, MaxFilesBytes: 256 << 10}, testFilesFull},
 		{"FilesExpire", store.Limits{FilesTTL: time.Second}, testFilesExpire},
+		{"SharedFirstValueWins", store.Limits{}, testShared},
 		{"Closed", store.Limits{}, testClosed},
 	}
 	for _, tc := range tests {
@@ -654,4 +655,84 @@ func testClosed(e *env) {
 	_, err = e.s.GetFile(e.ctx(), r.ID, "f")
 	require.ErrorIs(e, err, store.ErrUnavailable)
 	require.ErrorIs(e, e.s.DeleteFiles(e.ctx(), r.ID), store.ErrUnavailable)
+}
+
+// testShared: the first value kept under a name is the one every caller gets, however many
+// race to keep theirs; it is not a record (List does not see it) and it does not expire.
+func testShared(e *env) {
+	ctx := e.ctx()
+	const n = 8
+	got := make([][]byte, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Go(func() {
+			v, err := e.s.Shared(ctx, "state-key", []byte(fmt.Sprintf("value-%d", i)))
+			assert.NoError(e, err)
+			got[i] = v
+		})
+	}
+	wg.Wait()
+	require.NotEmpty(e, got[0])
+	for i := range n {
+		assert.Equal(e, got[0], got[i], "caller %d got another value", i)
+	}
+	again, err := e.s.Shared(ctx, "state-key", []byte("late"))
+	require.NoError(e, err)
+	assert.Equal(e, got[0], again)
+	other, err := e.s.Shared(ctx, "other", []byte("x"))
+	require.NoError(e, err)
+	assert.Equal(e, []byte("x"), other, "names are separate")
+	_, err = e.s.Shared(ctx, "bad name", []byte("x"))
+	assert.ErrorIs(e, err, store.ErrInvalid)
+	e.passTo(e.now().Add(48 * time.Hour))
+	kept, err := e.s.Shared(ctx, "state-key", []byte("after"))
+	require.NoError(e, err)
+	assert.Equal(e, got[0], kept, "a shared value does not expire")
+}
+
+// RunRelay is the contract of a store.Relay: a node served answers what it is sent, each
+// request on a goroutine of its own; a node not served (never, or no longer) is
+// store.ErrNoNode at once.
+func RunRelay(t *testing.T, r store.Relay) {
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	_, err := r.Send(ctx, "nobody", []byte("hello"))
+	require.ErrorIs(t, err, store.ErrNoNode, "a node nobody serves")
+
+	release := make(chan struct{})
+	stop, err := r.Serve("node-a", func(_ context.Context, msg []byte) []byte {
+		if string(msg) == "wait" {
+			<-release
+		}
+		return append([]byte("a:"), msg...)
+	})
+	require.NoError(t, err)
+	slow := make(chan []byte, 1)
+	go func() {
+		b, err := r.Send(ctx, "node-a", []byte("wait"))
+		assert.NoError(t, err)
+		slow <- b
+	}()
+	b, err := r.Send(ctx, "node-a", []byte("hello"))
+	require.NoError(t, err, "a request is answered while another waits: each has its own goroutine")
+	assert.Equal(t, "a:hello", string(b))
+	close(release)
+	assert.Equal(t, "a:wait", string(<-slow))
+
+	short, cancelShort := context.WithTimeout(ctx, 100*time.Millisecond)
+	defer cancelShort()
+	blocked := make(chan struct{})
+	stopB, err := r.Serve("node-b", func(ctx context.Context, _ []byte) []byte {
+		<-blocked
+		return nil
+	})
+	require.NoError(t, err)
+	_, err = r.Send(short, "node-b", []byte("x"))
+	require.ErrorIs(t, err, context.DeadlineExceeded, "a node that does not answer: the caller's context ends the wait")
+	close(blocked)
+	stopB()
+
+	stop()
+	_, err = r.Send(ctx, "node-a", []byte("hello"))
+	require.ErrorIs(t, err, store.ErrNoNode, "a node no longer served")
 }
