@@ -9,13 +9,22 @@ type callStore interface {
 	// add makes c live under its id.
 	add(c *call)
 	// find returns the live call with that id, or else how a recently ended one ended
-	// ("" when the id is unknown or long gone).
-	find(id string) (c *call, how string)
+	// (zero when the id is unknown or long gone).
+	find(id string) (c *call, e endedCall)
 	// end drops c if it is still the live call of its id; with remember it keeps how it
 	// ended.
-	end(c *call, how string, remember bool)
+	end(c *call, e endedCall, remember bool)
 	// each calls f for every live call.
 	each(f func(*call))
+}
+
+// endedCall is how a call ended: how its last question ended, and its last claimed round
+// with the digest of the response that claimed it and what that got (sum "" if unknown).
+type endedCall struct {
+	how   string
+	round int
+	sum   string
+	sent  result
 }
 
 // recentWindow is how many ended pull-era calls are remembered for a late retry.
@@ -26,7 +35,7 @@ type memCalls struct {
 	live sync.Map // id -> *call
 
 	mu    sync.Mutex
-	ended map[string]string // id -> how it ended
+	ended map[string]endedCall // by id
 	order []string          // ended's keys, oldest first
 }
 
@@ -34,29 +43,29 @@ var _ callStore = (*memCalls)(nil)
 
 func (s *memCalls) add(c *call) { s.live.Store(c.id, c) }
 
-func (s *memCalls) find(id string) (*call, string) {
+func (s *memCalls) find(id string) (*call, endedCall) {
 	if v, ok := s.live.Load(id); ok {
-		return v.(*call), ""
+		return v.(*call), endedCall{}
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return nil, s.ended[id]
 }
 
-func (s *memCalls) end(c *call, how string, remember bool) {
+func (s *memCalls) end(c *call, e endedCall, remember bool) {
 	if !s.live.CompareAndDelete(c.id, c) || !remember {
 		return
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.ended == nil {
-		s.ended = map[string]string{}
+		s.ended = map[string]endedCall{}
 	}
 	if len(s.order) == recentWindow {
 		delete(s.ended, s.order[0])
 		s.order = s.order[1:]
 	}
-	s.ended[c.id], s.order = how, append(s.order, c.id)
+	s.ended[c.id], s.order = e, append(s.order, c.id)
 }
 
 func (s *memCalls) each(f func(*call)) {

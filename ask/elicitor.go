@@ -19,6 +19,7 @@ import (
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -65,6 +66,17 @@ type Options struct {
 	// PageWait is how long a pull-era retry that accepted the page's link waits for the page
 	// to be submitted before it hands the link back to show again; 0: DefaultPageWait.
 	PageWait time.Duration
+	// Store keeps the 2026-07-28 calls (durable.go): a retry may then land on any node that
+	// shares it, and a restart loses nothing. Nil: calls live in this process only.
+	// Several nodes sharing a store must share StateKey too.
+	Store store.Store
+	// Relay forwards a retry to the node whose goroutine holds its call (forward.go); nil:
+	// Store's, if it is a store.Relay too. Without one, a node takes over every call a
+	// retry brings it (replay.go).
+	Relay store.Relay
+	// Node names this Elicitor among those sharing Store: 1-64 letters, digits or '-',
+	// unique to each running process; random when empty (the usual choice).
+	Node string
 }
 
 // Elicitor puts questions to the person behind a tool call, in the era the call speaks.
@@ -83,7 +95,11 @@ type Elicitor struct {
 	pages       *page.Server
 	pageWait    time.Duration
 
-	idPrefix string        // unique to this Elicitor: call ids never repeat across restarts
+	store     store.Store
+	relay     store.Relay
+	node      string // this Elicitor's name among those sharing the store
+	stopRelay func()
+	idPrefix  string        // the node's name and '-': call ids never repeat across restarts
 	callSeq  atomic.Uint64 // numbers the pull-era calls
 
 	owners sync.Map  // *mcp.ServerSession -> sessionOwner, for the default owner hook
@@ -124,13 +140,21 @@ func New(server *mcp.Server, o Options) *Elicitor {
 		key = make([]byte, 32)
 		_, _ = rand.Read(key)
 	}
-	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), idPrefix: rand.Text()[:13] + "-", timeout: o.Timeout, maxAttempts: o.MaxAttempts,
+	node := o.Node
+	if node == "" {
+		node = rand.Text()[:13]
+	}
+	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
 		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}}
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
+	el.serveRelay(o.Store)
 	server.AddSendingMiddleware(attachWireSchema)
 	server.AddReceivingMiddleware(el.middleware)
 	return el
 }
+
+// Node returns the Elicitor's name among the nodes that share its store.
+func (el *Elicitor) Node() string { return el.node }
 
 // Registry returns the registry of the Elicitor's live questions.
 func (el *Elicitor) Registry() *registry.Registry { return el.reg }
@@ -139,6 +163,9 @@ func (el *Elicitor) Registry() *registry.Registry { return el.reg }
 // the calls waiting on them return their results, and waits until those calls and every
 // pull-era handler have returned, or ctx ends.
 func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error {
+	if el.stopRelay != nil {
+		el.stopRelay() // retries go to the other nodes from now on
+	}
 	if err := el.reg.Close(ctx, reason); err != nil {
 		return err
 	}
@@ -368,6 +395,10 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	defer stop()
 	if c.pull && el.pullIdle > 0 {
 		spec.Idle = el.pullIdle
+	}
+	if !c.until.IsZero() {
+		// A call taken over keeps the deadline its record has.
+		spec.Timeout = min(spec.Timeout, max(c.until.Sub(el.clk.Now()), time.Millisecond))
 	}
 	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {

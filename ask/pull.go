@@ -29,7 +29,8 @@ type callKey struct{}
 // pull era the handler runs on its own goroutine, across the client's retries: each question
 // it asks is handed to whichever call is waiting (the first, or a retry that brought the last
 // answer), as input requests with a signed requestState naming the call; its result goes to
-// the call waiting when it returns.
+// the call waiting when it returns. With a store (durable.go) the call is also a record that
+// any node can forward a retry by (forward.go) or take the call over from (replay.go).
 type call struct {
 	el    *Elicitor
 	req   *mcp.CallToolRequest // the request that started it
@@ -37,20 +38,28 @@ type call struct {
 	pull  bool
 
 	// Pull era only.
-	id     string
-	args   json.RawMessage // the arguments of the call that started it: a retry brings the same
-	cancel context.CancelCauseFunc
-	signal chan struct{} // a new event is queued; capacity 1
+	id         string
+	args       json.RawMessage // the arguments of the call that started it: a retry brings the same
+	cancel     context.CancelCauseFunc
+	signal     chan struct{} // a new event is queued; capacity 1
+	replayable bool          // its handler may be replayed on another node (Replayable)
 
-	mu      sync.Mutex
-	queue   []event // prompts and the handler's result, in order
-	handed  int     // input requests handed out
-	claimed int     // the latest handed round whose requestState was used
-	asking  elicitation.Prompt
-	idle    *clock.Timer // forgets the call's result if the client does not come back for it
-	killed  bool
-	links   *links // the pages of the question asked now, if it may use them; set by its way
-	how     string // how its last question ended
+	mu       sync.Mutex
+	queue    []event // prompts and the handler's result, in order
+	handed   int     // input requests handed out
+	claimed  int     // the latest handed round whose requestState was used
+	claimSum string  // the digest of the response that claimed it
+	settled  chan struct{}
+	sent     result // what that round returned, once settled is closed: an identical resend gets it
+	unsaved  *pending // what that round returns, not yet recorded in the store (it was unavailable)
+	asking   elicitation.Prompt
+	idle     *clock.Timer // forgets the call's result if the client does not come back for it
+	killed   bool
+	killedBy elicitation.Reason
+	links    *links // the pages of the question asked now, if it may use them; set by its way
+	how      string // how its last question ended
+
+	durable // its record, with a store
 }
 
 // event is a prompt to hand out, or the handler's result.
@@ -86,24 +95,50 @@ func reasonOf(ctx context.Context) elicitation.Reason {
 	return elicitation.ClientGone
 }
 
+// ToolOption is an option of a tool that asks (AddTool, Elicitor.Handler).
+type ToolOption func(*toolOptions)
+
+type toolOptions struct{ replayable bool }
+
+func toolOpts(opts []ToolOption) toolOptions {
+	var o toolOptions
+	for _, f := range opts {
+		f(&o)
+	}
+	return o
+}
+
+// Replayable declares that the tool's handler may be replayed: run again from its start on
+// another node (or after a restart), each Ask up to the last answered round answered from
+// the call's recorded log. It must then ask the same questions given the same arguments
+// and answers, and do what must not happen twice only after its last Ask (or idempotently).
+// With a store (Options.Store), a replayable tool's 2026-07-28 calls continue on any node
+// that shares it; another tool's end with the node that asked them.
+func Replayable(o *toolOptions) { o.replayable = true }
+
 // AddTool is mcp.AddTool for a handler that asks: the handler may call Ask and the typed
 // forms' Ask with its context, in either era, as straight-line code.
-func AddTool[In, Out any](el *Elicitor, s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out]) {
+func AddTool[In, Out any](el *Elicitor, s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out], opts ...ToolOption) {
+	o := toolOpts(opts)
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		r := el.run(ctx, req, func(ctx context.Context) result {
+		r := el.run(ctx, req, o.replayable, func(ctx context.Context) result {
 			res, out, err := h(ctx, req, in)
 			return result{res, out, err}
 		})
-		out, _ := r.out.(Out)
+		out, ok := r.out.(Out)
+		if raw, isRaw := r.out.(json.RawMessage); !ok && isRaw {
+			_ = json.Unmarshal(raw, &out) // a result recorded or forwarded: Out as JSON
+		}
 		return r.res, out, r.err
 	})
 }
 
 // Handler wraps a raw tool handler that asks, for Server.AddTool. An *Error it returns is
 // sent as the error payload.
-func (el *Elicitor) Handler(h mcp.ToolHandler) mcp.ToolHandler {
+func (el *Elicitor) Handler(h mcp.ToolHandler, opts ...ToolOption) mcp.ToolHandler {
+	o := toolOpts(opts)
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r := el.run(ctx, req, func(ctx context.Context) result {
+		r := el.run(ctx, req, o.replayable, func(ctx context.Context) result {
 			res, err := h(ctx, req)
 			return result{res: res, err: err}
 		})
@@ -115,9 +150,12 @@ func (el *Elicitor) Handler(h mcp.ToolHandler) mcp.ToolHandler {
 	}
 }
 
+// handler starts a tool's handler with the context its Ask calls use.
+type handler func(ctx context.Context) result
+
 // run handles one tools/call: push era, the handler inline; pull era, a retry resumes its
 // call and a first call starts the handler on its own goroutine.
-func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start func(context.Context) result) result {
+func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, replayable bool, start handler) result {
 	ctx, done := el.watch(ctx, req)
 	defer done()
 	if req.ProtocolVersion() < PullEra {
@@ -125,12 +163,23 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start fun
 		return start(context.WithValue(ctx, callKey{}, c))
 	}
 	if req.Params.RequestState != "" {
-		return el.resume(ctx, req)
+		return el.resume(ctx, req, replayable, start)
 	}
-	c := &call{el: el, req: req, owner: el.Owner(req), pull: true, id: el.idPrefix + strconv.FormatUint(el.callSeq.Add(1), 36),
-		args: slices.Clone(req.Params.Arguments), signal: make(chan struct{}, 1)}
-	// The handler outlives this request: its context is not the request's, and ends when
-	// the call does (abandoned, cancelled, shut down).
+	c := el.newCall(req, el.Owner(req), el.idPrefix+strconv.FormatUint(el.callSeq.Add(1), 36), replayable)
+	el.begin(ctx, c, start)
+	return c.next(ctx)
+}
+
+// newCall returns a pull-era call.
+func (el *Elicitor) newCall(req *mcp.CallToolRequest, owner, id string, replayable bool) *call {
+	return &call{el: el, req: req, owner: owner, pull: true, id: id, args: slices.Clone(req.Params.Arguments),
+		signal: make(chan struct{}, 1), replayable: replayable}
+}
+
+// begin makes c live and starts its handler on a goroutine of its own. The handler outlives
+// the request: its context is not the request's, and ends when the call does (abandoned,
+// cancelled, shut down).
+func (el *Elicitor) begin(ctx context.Context, c *call, start handler) {
 	hctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), callKey{}, c))
 	c.cancel = cancel
 	el.calls.add(c)
@@ -141,7 +190,6 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, start fun
 		cancel(nil)
 		c.push(event{end: &r})
 	}()
-	return c.next(ctx)
 }
 
 // Prompt queues a prompt for the call waiting, or the next retry.
@@ -154,11 +202,11 @@ func (c *call) push(ev event) {
 	if ev.end != nil && !killed {
 		// Kept for the retry that comes for it, as long as a round waits for one (with no
 		// idle expiry, as long as a question may wait): never for ever.
-		c.arm(cmp.Or(c.el.pullIdle, c.el.timeout), func() { c.el.forget(c) })
+		c.arm(cmp.Or(c.el.pullIdle, c.el.timeout), func() { c.el.forget(c, nil) })
 	}
 	c.mu.Unlock()
 	if ev.end != nil && killed {
-		c.el.forget(c) // no retry can come for it; a call waiting still gets it
+		c.el.forget(c, nil) // no retry can come for it; a call waiting still gets it
 	}
 	select {
 	case c.signal <- struct{}{}:
@@ -188,22 +236,54 @@ func (c *call) next(ctx context.Context) result {
 			continue
 		}
 		if ev.end != nil {
-			c.el.forget(c)
-			return *ev.end
+			return c.end(ctx, *ev.end)
 		}
 		pr := ev.prompt
 		if _, over := pr.Elicitation.Outcome(); over || pr.Round != pr.Elicitation.Snapshot().Round {
 			continue // superseded while queued, or ended: the handler says what follows
 		}
+		if c.replaying() {
+			if r, stop := c.replayRound(pr); stop {
+				return r
+			}
+			continue
+		}
 		return c.hand(ctx, pr)
 	}
+}
+
+// end returns the handler's result r, recorded first with a store, and forgets the call.
+func (c *call) end(ctx context.Context, r result) result {
+	c.mu.Lock()
+	stopped := c.killed && c.killedBy == elicitation.Shutdown
+	c.mu.Unlock()
+	c.wmu.Lock()
+	fenced := c.fenced
+	c.wmu.Unlock()
+	if fenced {
+		c.el.forget(c, nil)
+		return fail(storeError(errFenced))
+	}
+	if c.recorded() && stopped {
+		// This node is stopping, not the question: its record stays as it was, open, for
+		// another node (or this one, started again) to take over on the client's retry.
+		c.el.forget(c, nil)
+		return result{err: errStopping}
+	}
+	if c.recorded() {
+		if err := c.recordEnd(ctx, r); err != nil {
+			return c.unrecorded(r, func(ctx context.Context) error { return c.recordEnd(ctx, r) }, true, err)
+		}
+	}
+	c.el.forget(c, &r)
+	return r
 }
 
 // stateLifetime bounds how long a pull-era requestState is honoured: the longest a
 // question may live.
 const stateLifetime = elicitation.DefaultMaxLifetime
 
-// hand returns pr as the input requests of a new round.
+// hand returns pr as the input requests of a new round, recorded first with a store.
 func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
 	params := elicitParams
 	if isPage(pr) && c.links != nil {
@@ -221,10 +301,16 @@ func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
 	c.mu.Unlock()
 	token := c.el.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Round: n,
 		Expires: c.el.clk.Now().Add(stateLifetime).Unix()})
-	return result{res: &mcp.CallToolResult{
+	r := result{res: &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{inputKey(n): params(pr)},
 		RequestState:  token,
 	}}
+	if c.el.store != nil {
+		if err := c.recordHand(ctx, pr, n, r); err != nil {
+			return c.unrecorded(r, func(ctx context.Context) error { return c.recordHand(ctx, pr, n, r) }, false, err)
+		}
+	}
+	return r
 }
 
 // arm (c.mu held) replaces the idle expiry with f after d: a result nobody comes for.
@@ -241,17 +327,64 @@ func (c *call) disarm() {
 	}
 }
 
-// claim marks the requestState of round as used, reporting false if it already was: a state
-// is good for one resume, so two calls sent together with it cannot both go on.
-func (c *call) claim(round int) bool {
+// claim marks the requestState of round as used by the response whose digest is sum,
+// reporting false if it already was: a state is good for one resume, so two calls sent
+// together with it cannot both go on. prev undoes it (unclaim).
+func (c *call) claim(round int, sum string) (prev int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if round <= c.claimed {
-		return false
+		return 0, false
 	}
-	c.claimed = round
+	prev = c.claimed
+	c.claimed, c.claimSum, c.settled, c.sent, c.unsaved = round, sum, make(chan struct{}), result{}, nil
 	c.disarm()
-	return true
+	return prev, true
+}
+
+// unclaim undoes claim, if round is still the last claimed: the claim could not be recorded.
+func (c *call) unclaim(round, prev int) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.claimed == round {
+		c.claimed, c.claimSum = prev, ""
+	}
+}
+
+// settle records what the claimed round returned, for an identical resend.
+func (c *call) settle(round int, r result) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.claimed != round || c.settled == nil || c.unsaved != nil {
+		return
+	}
+	select {
+	case <-c.settled:
+	default:
+		c.sent = r
+		close(c.settled)
+	}
+}
+
+// again is an identical resend of the claimed round: it gets what the first one got, once
+// known; what could not be recorded is tried again first.
+func (c *call) again(ctx context.Context, round int) result {
+	c.mu.Lock()
+	settled, unsaved := c.settled, c.unsaved
+	c.mu.Unlock()
+	if unsaved != nil {
+		if r, ok := c.retryRecord(ctx, round); ok {
+			return r
+		}
+	}
+	select {
+	case <-settled:
+		c.mu.Lock()
+		defer c.mu.Unlock()
+		return c.sent
+	case <-ctx.Done():
+		return result{err: ctx.Err()}
+	}
 }
 
 // kill ends the call: the handler's context is cancelled with reason, which ends the
@@ -261,7 +394,9 @@ func (c *call) kill(r elicitation.Reason) {
 		return
 	}
 	c.mu.Lock()
-	c.killed = true
+	if !c.killed {
+		c.killed, c.killedBy = true, r
+	}
 	c.mu.Unlock()
 	c.cancel(endReason{r})
 }
@@ -276,14 +411,19 @@ func (c *call) setHow(o elicitation.Outcome) {
 	c.mu.Unlock()
 }
 
-// forget drops the call from those a retry may resume, remembering how it ended.
-func (el *Elicitor) forget(c *call) {
+// forget drops the call from those a retry may resume, remembering how it ended and, if
+// sent, what its last claimed round got (an identical resend gets it again).
+func (el *Elicitor) forget(c *call, sent *result) {
 	c.mu.Lock()
 	c.disarm() // a call forgotten already has none armed
-	how, handed := c.how, c.handed
+	e := endedCall{how: c.how}
+	if sent != nil {
+		e.round, e.sum, e.sent = c.claimed, c.claimSum, *sent
+	}
+	handed := c.handed
 	c.mu.Unlock()
 	// Remembered only if a requestState names it: else no retry can ask.
-	el.calls.end(c, how, handed > 0)
+	el.calls.end(c, e, handed > 0)
 }
 
 // inputKey names the input request of one round, so a response to an earlier round is
@@ -294,52 +434,116 @@ func stateError(reason, format string, args ...any) *Error {
 	return Errorf(CodeInvalidRequestState, reason, format, args...)
 }
 
+// fail is a result that sends e's payload, for typed handlers too.
+func fail(e *Error) result { return result{err: e} }
+
+const otherCall = "the requestState belongs to another tool call (tool or arguments differ)"
+
+var errUsed = stateError("used", "this requestState has already been used; a requestState is good for one call")
+
 // resume is the pull era's second and later calls: it checks the requestState, hands the
-// response to the question asked, and returns what the call returns next.
-func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result {
-	fail := func(e *Error) result { return result{err: e} } // the payload, for typed handlers too
-	st, err := el.signer.open(req.Params.RequestState)
+// response to the question asked, and returns what the call returns next. A call this node
+// does not hold is the store's to find (durable.go).
+func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest, replayable bool, start handler) result {
+	owner := el.Owner(req)
+	st, e := el.openState(req.Params, owner)
+	if e != nil {
+		return fail(e)
+	}
+	resp, has := req.Params.InputResponses[inputKey(st.Round)]
+	c, ended := el.calls.find(st.ID)
+	if c != nil {
+		if r, elsewhere := c.resume(ctx, st, req.Params.Arguments, resp, has); !elsewhere {
+			return r
+		}
+		return el.resumeStored(ctx, owner, st, req, replayable, start)
+	}
+	if has && ended.round == st.Round && ended.sum != "" && responseSum(resp) == ended.sum {
+		return ended.sent // an identical resend of the call's last request
+	}
+	if el.store != nil {
+		return el.resumeStored(ctx, owner, st, req, replayable, start)
+	}
+	how := ended.how
+	if how == "" && !strings.HasPrefix(st.ID, el.idPrefix) {
+		// Signed with this key, started by another Elicitor: its handler, and the
+		// answers it had, lived in that process.
+		how = "the server that asked it has restarted since, or is another instance"
+	}
+	if how != "" {
+		how = " (" + how + ")"
+	}
+	return fail(stateError("finished", "that question has already ended%s; call the tool again without requestState", how))
+}
+
+// openState checks a retry's requestState (its MAC, expiry, owner and tool) and returns it.
+func (el *Elicitor) openState(p *mcp.CallToolParamsRaw, owner string) (requestState, *Error) {
+	st, err := el.signer.open(p.RequestState)
 	if err != nil {
-		return fail(stateError("forged", "the requestState was not issued by this server or has been altered"))
+		return st, stateError("forged", "the requestState was not issued by this server or has been altered")
 	}
 	if st.expired(el.clk.Now()) {
-		return fail(stateError("expired", "the requestState has expired; call the tool again without it"))
+		return st, stateError("expired", "the requestState has expired; call the tool again without it")
 	}
-	if st.Owner != el.Owner(req) {
-		return fail(stateError("foreign", "the requestState belongs to another client session"))
+	if st.Owner != owner {
+		return st, stateError("foreign", "the requestState belongs to another client session")
 	}
-	const otherCall = "the requestState belongs to another tool call (tool or arguments differ)"
-	if st.Tool != req.Params.Name {
-		return fail(stateError("foreign", otherCall))
+	if st.Tool != p.Name {
+		return st, stateError("foreign", otherCall)
 	}
-	c, how := el.calls.find(st.ID)
-	if c == nil {
-		if how == "" && !strings.HasPrefix(st.ID, el.idPrefix) {
-			// Signed with this key, started by another Elicitor: its handler, and the
-			// answers it had, lived in that process.
-			how = "the server that asked it has restarted since, or is another instance"
-		}
-		if how != "" {
-			how = " (" + how + ")"
-		}
-		return fail(stateError("finished", "that question has already ended%s; call the tool again without requestState", how))
+	return st, nil
+}
+
+// resume hands resp, the response a retry brought to st's round, to the question asked,
+// and returns what the call returns next. elsewhere: with a store, this node's copy of the
+// call is not the one that decides (another node took it over, and may have handed out
+// st's round): the store says what follows.
+func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage, resp mcp.InputResponse, has bool) (r result, elsewhere bool) {
+	if !sameArgs(c.args, args) {
+		return fail(stateError("foreign", otherCall)), false // not merely re-encoded: other arguments
 	}
-	if !sameArgs(c.args, req.Params.Arguments) {
-		return fail(stateError("foreign", otherCall)) // not merely re-encoded: other arguments
+	sum := ""
+	if has {
+		sum = responseSum(resp)
 	}
 	c.mu.Lock()
-	cur, pr := c.handed, c.asking
+	cur, claimed, claimSum, pr := c.handed, c.claimed, c.claimSum, c.asking
 	c.mu.Unlock()
-	if cur != st.Round {
-		return fail(stateError("stale_round", "the requestState is for question round %d, but round %d is current", st.Round, cur))
+	durable := c.el.store != nil
+	switch {
+	case durable && (c.isFenced() || st.Round > cur):
+		// A round past this copy's was handed out by the node that took the call over.
+		c.standDown()
+		return result{}, true
+	case st.Round <= claimed && has && st.Round == claimed && sum == claimSum:
+		return c.again(ctx, st.Round), false
+	case st.Round <= claimed:
+		return fail(errUsed), false
+	case cur != st.Round:
+		return fail(stateError("stale_round", "the requestState is for question round %d, but round %d is current", st.Round, cur)), false
+	case !has:
+		return fail(stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round))), false
 	}
-	resp, ok := req.Params.InputResponses[inputKey(st.Round)]
+	prev, ok := c.claim(st.Round, sum)
 	if !ok {
-		return fail(stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round)))
+		return c.resume(ctx, st, args, resp, has) // another retry claimed it just now
 	}
-	if !c.claim(st.Round) {
-		return fail(stateError("used", "this requestState has already been used; a requestState is good for one call"))
+	if c.recorded() {
+		if e := c.recordClaim(ctx, pr, st.Round, sum, resp); e != nil {
+			c.unclaim(st.Round, prev)
+			if c.isFenced() {
+				return result{}, true
+			}
+			return fail(e), false
+		}
 	}
+	r = c.answer(ctx, pr, st.Round, resp)
+	c.settle(st.Round, r)
+	return r, false
+}
+
+// answer hands resp to pr's question and returns what follows.
+func (c *call) answer(ctx context.Context, pr elicitation.Prompt, round int, resp mcp.InputResponse) result {
 	var a elicitation.Answer
 	if res, ok := resp.(*mcp.ElicitResult); ok && res.Action == "accept" && isPage(pr) {
 		return c.awaitPage(ctx, pr) // the answer comes from the page
@@ -347,7 +551,7 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest) result
 		a = toAnswer(pr.Round, res, nil)
 	} else {
 		a = elicitation.Answer{Round: pr.Round, Action: elicitation.Unusable,
-			Err: fmt.Errorf("inputResponses[%q] is a %T, not an elicitation result", inputKey(st.Round), resp)}
+			Err: fmt.Errorf("inputResponses[%q] is a %T, not an elicitation result", inputKey(round), resp)}
 	}
 	if err := pr.Elicitation.Answer(a); errors.Is(err, elicitation.ErrStaleRound) {
 		return fail(stateError("stale_round", "that question round is no longer current"))

@@ -20,8 +20,12 @@ type Tool struct {
 	Name        string
 	Title       string
 	Description string
-	schema      *jsonschema.Schema
-	handle      func(ctx context.Context, args json.RawMessage) (any, error)
+	// Replayable declares the handler safe to replay (see the option Replayable): set it
+	// for a tool that asks the same given the same arguments and answers, and acts only
+	// after its last Ask.
+	Replayable bool
+	schema     *jsonschema.Schema
+	handle     func(ctx context.Context, args json.RawMessage) (any, error)
 }
 
 // Text is a result for a NewTool or RawTool handler to return: it is sent as plain text
@@ -81,6 +85,10 @@ func InputSchema[In any]() *jsonschema.Schema {
 func (el *Elicitor) Add(server *mcp.Server, tools ...Tool) {
 	for _, t := range tools {
 		handle := t.handle
+		var opts []ToolOption
+		if t.Replayable {
+			opts = append(opts, Replayable)
+		}
 		server.AddTool(&mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.schema},
 			el.Handler(func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				out, err := handle(ctx, req.Params.Arguments)
@@ -88,7 +96,7 @@ func (el *Elicitor) Add(server *mcp.Server, tools ...Tool) {
 					return ErrorResult(err), nil
 				}
 				return toolResult(out), nil
-			}))
+			}, opts...))
 	}
 }
 

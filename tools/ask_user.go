@@ -77,7 +77,11 @@ type AskUserOptions struct {
 // error payload naming the argument at fault.
 func AskUser(o AskUserOptions) ask.Tool {
 	t := &askUser{maxAnswerBytes: o.MaxAnswerBytes, forms: newFormCache(formCacheBudget, formCacheEntries)}
-	return ask.RawTool[AskUserInput]("ask_user", "Ask the user", askUserDescription, t.call)
+	tool := ask.RawTool[AskUserInput]("ask_user", "Ask the user", askUserDescription, t.call)
+	// It asks what its arguments say and returns the answers, acting on nothing: it may be
+	// replayed on another node, or after a restart.
+	tool.Replayable = true
+	return tool
 }
 
 // askUser is the ask_user tool's state: the forms it compiled last.

@@ -51,7 +51,10 @@ type RateShipmentInput struct {
 // ask.Elicitor.Add.
 func Tools(cfg ups.Config) []ask.Tool {
 	t := &tools{cfg: cfg, ups: ups.New(cfg), configured: cfg.Configured()}
-	return []ask.Tool{
+	// Both ask what the request lacks (the same for the same arguments and answers), and
+	// call UPS only after their last question: they may be replayed on another node, or
+	// after a restart.
+	all := []ask.Tool{
 		ask.NewTool("create_shipment", "Create a UPS shipment",
 			"Create a UPS shipment from a complete or partial ShipmentRequest body. Missing required fields are asked from the person in one form; fields a form cannot carry are listed for you to add. With dry_run the completed body is returned instead of calling UPS.",
 			t.create),
@@ -59,6 +62,10 @@ func Tools(cfg ups.Config) []ask.Tool {
 			"Rate (or shop rates for) a UPS shipment from a complete or partial RateRequest body, asking the person for missing required fields. request_option is Rate, Shop, Ratetimeintransit or Shoptimeintransit.",
 			t.rate),
 	}
+	for i := range all {
+		all[i].Replayable = true
+	}
+	return all
 }
 
 // tools is the shipping tools' configuration.

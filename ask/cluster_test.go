@@ -1,0 +1,222 @@
+package ask_test
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicittest"
+	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/store/memory"
+	"github.com/elicitd/elicitd/validator"
+)
+
+// A cluster in one process: Elicitors sharing one store (and, with a relay, forwarding to
+// each other), each with a pull-era client of its own, all one caller.
+type clusterNode struct {
+	el     *ask.Elicitor
+	u      *elicittest.User
+	starts *atomic.Int32 // the contact tool's handler starts on this node
+}
+
+var personForm = func() *validator.Compiled {
+	f, err := validator.Compile(validator.Form{Fields: []validator.Field{
+		{Name: "name", Type: validator.Text, Label: "Name", Required: true, MinLength: ptr(2)},
+		{Name: "age", Type: validator.Integer, Label: "Age", Required: true, Minimum: ptr(18.0)},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	return f
+}()
+
+func ptr[T any](v T) *T { return &v }
+
+func newCluster(t *testing.T, n int, s store.Store, relay store.Relay) []*clusterNode {
+	t.Helper()
+	key := []byte(strings.Repeat("k", 32))
+	var nodes []*clusterNode
+	for range n {
+		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		el := ask.New(server, ask.Options{Clock: clock.New(), Timeout: time.Minute, StateKey: key, Store: s, Relay: relay,
+			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }})
+		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
+		starts := &atomic.Int32{}
+		tool := ask.RawTool[struct{}]("contact", "", "asks for a contact", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			starts.Add(1)
+			return ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm})
+		})
+		tool.Replayable = true
+		el.Add(server, tool)
+		nodes = append(nodes, &clusterNode{el: el, u: elicittest.Connect(t, server, elicittest.Pull), starts: starts})
+	}
+	return nodes
+}
+
+func (n *clusterNode) call(t *testing.T, state string, round int, content map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	p := &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}, RequestState: state}
+	if state != "" {
+		p.InputResponses = mcp.InputResponseMap{"elicit-" + itoa(round): &mcp.ElicitResult{Action: "accept", Content: content}}
+	}
+	res, err := n.u.Session.CallTool(context.Background(), p)
+	require.NoError(t, err)
+	return res
+}
+
+func itoa(n int) string { return string(rune('0' + n)) }
+
+func asked(t *testing.T, res *mcp.CallToolResult) (round int, params *mcp.ElicitParams) {
+	t.Helper()
+	require.Len(t, res.InputRequests, 1, "one round out: %+v", res.Content)
+	for k, v := range res.InputRequests {
+		p, ok := v.(*mcp.ElicitParams)
+		require.True(t, ok)
+		return int(k[len(k)-1] - '0'), p
+	}
+	return 0, nil
+}
+
+// Round 1 on node A, a bad answer on node B (the re-prompt keeps the valid field), the good
+// answer on node C: the question completes once, with every answer. With a relay the
+// handler stays on A (the retries are forwarded); without one each node takes the call
+// over and replays it from the log.
+func TestAQuestionMovesAcrossNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		relay store.Relay
+	}{{"forwarded", &memory.Relay{}}, {"taken over", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := newCluster(t, 3, memory.New(memory.Options{}), tc.relay)
+			a, b, c := nodes[0], nodes[1], nodes[2]
+
+			first := a.call(t, "", 0, nil)
+			r, _ := asked(t, first)
+			require.Equal(t, 1, r)
+
+			second := b.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+			r, p := asked(t, second)
+			require.Equal(t, 2, r)
+			assert.Equal(t, []string{"age"}, properties(t, p), "the re-prompt asks only the field at fault")
+			assert.Contains(t, p.Message, "Age")
+
+			third := c.call(t, second.RequestState, 2, map[string]any{"age": 36})
+			require.Empty(t, third.InputRequests)
+			out, err := elicittest.Payload(third)
+			require.NoError(t, err)
+			assert.Equal(t, map[string]any{"name": "Ada", "age": float64(36)}, out)
+
+			if tc.relay != nil {
+				assert.Equal(t, []int32{1, 0, 0}, []int32{a.starts.Load(), b.starts.Load(), c.starts.Load()}, "forwarded: the handler ran once, on A")
+			} else {
+				assert.Equal(t, []int32{1, 1, 1}, []int32{a.starts.Load(), b.starts.Load(), c.starts.Load()}, "taken over by B, then by C")
+			}
+
+			// The winner's identical resend gets its outcome again, on any node; another
+			// answer with the same state is a second use.
+			for _, n := range nodes {
+				again := n.call(t, second.RequestState, 2, map[string]any{"age": 36})
+				out, err := elicittest.Payload(again)
+				require.NoError(t, err)
+				assert.Equal(t, map[string]any{"name": "Ada", "age": float64(36)}, out)
+				used, err := elicittest.Payload(n.call(t, second.RequestState, 2, map[string]any{"age": 40}))
+				require.NoError(t, err)
+				assert.Equal(t, ask.CodeInvalidRequestState, used["code"])
+				assert.Equal(t, "used", used["reason"])
+			}
+		})
+	}
+}
+
+// 500 retries of one requestState with different answers, at once, spread over three
+// nodes: exactly one goes on, every other hears "used", whichever node it reached.
+func TestOneStateIsUsedOnceAcrossNodes(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		relay store.Relay
+	}{{"forwarded", &memory.Relay{}}, {"taken over", nil}} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := newCluster(t, 3, memory.New(memory.Options{}), tc.relay)
+			first := nodes[0].call(t, "", 0, nil)
+			const n = 500
+			var wg sync.WaitGroup
+			var completed, used atomic.Int32
+			winner := make(chan int, n)
+			for i := range n {
+				wg.Go(func() {
+					res := nodes[i%3].call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 20 + i})
+					p, err := elicittest.Payload(res)
+					if !assert.NoError(t, err) {
+						return
+					}
+					switch {
+					case p["code"] == nil && p["age"] == float64(20+i):
+						completed.Add(1)
+						winner <- i
+					case p["code"] == ask.CodeInvalidRequestState && p["reason"] == "used":
+						used.Add(1)
+					default:
+						t.Errorf("retry %d on node %d: %v", i, i%3, p)
+					}
+				})
+			}
+			wg.Wait()
+			require.Equal(t, int32(1), completed.Load(), "exactly one retry completes")
+			assert.Equal(t, int32(n-1), used.Load(), "every other one was told the state is used")
+			w := <-winner
+			for _, node := range nodes {
+				p, err := elicittest.Payload(node.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 20 + w}))
+				require.NoError(t, err)
+				assert.Equal(t, float64(20+w), p["age"], "the winner's identical resend gets its outcome again")
+			}
+		})
+	}
+}
+
+// A node that stops mid-question (its relay stops answering, as a killed process's does):
+// the question goes on on another node, with the answers and attempts it had.
+func TestANodeThatStopsHandsItsQuestionsOver(t *testing.T) {
+	relay := &memory.Relay{}
+	nodes := newCluster(t, 2, memory.New(memory.Options{}), relay)
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	second := a.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+	r, _ := asked(t, second)
+	require.Equal(t, 2, r)
+
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+
+	third := b.call(t, second.RequestState, 2, map[string]any{"age": 17})
+	r, p := asked(t, third)
+	require.Equal(t, 3, r, "a second bad answer: the third and last attempt")
+	assert.Equal(t, []string{"age"}, properties(t, p), "the name answered on A is kept")
+	assert.Contains(t, p.Message, "Age")
+	assert.Equal(t, int32(1), b.starts.Load(), "B replayed the handler")
+
+	last, err := elicittest.Payload(b.call(t, third.RequestState, 3, map[string]any{"age": 15}))
+	require.NoError(t, err)
+	assert.Equal(t, ask.CodeMaxRetries, last["code"], "the attempts made on A count: %v", last)
+}
+
+// A request in flight when its node stops is told to send it again, and the resend goes on
+// elsewhere with the answer it brought.
+func TestAStoppingNodeLeavesItsQuestionsOpen(t *testing.T) {
+	nodes := newCluster(t, 2, memory.New(memory.Options{}), &memory.Relay{})
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+	p, err := elicittest.Payload(b.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30}))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, p)
+}

@@ -1,0 +1,352 @@
+package ask
+
+// Durable calls. With a store (Options.Store), a pull-era call is also a record in it, so
+// that a retry landing on any node sharing the store finds the call, and a restart loses
+// nothing. The call's goroutine (on the node named in the record) stays the one that
+// answers it; the record is written through on every step that the client can see:
+//
+//   - a round handed out: Handed, the prompt's digest, the deadline, and what the round's
+//     request got (Outcome), which is also the answer to an identical resend;
+//   - a round claimed: Claimed and the response's digest, with the response itself added to
+//     the log, compare-and-set, so that of any number of retries carrying one requestState,
+//     on any nodes, exactly one goes on;
+//   - the handler's result: the record is ended, and keeps that result for a while.
+//
+// Every write is a compare-and-set on the revision this node last wrote. One that loses to
+// another node's take-over (the record's node or epoch moved) finds the call fenced: it
+// stops, writes nothing more, and its goroutine ends without an outcome (replay.go).
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/store"
+)
+
+// Error codes of the store.
+const (
+	// CodeStoreUnavailable: the question store cannot be reached. Nothing already answered is
+	// lost: send the same request again later.
+	CodeStoreUnavailable = "STORE_UNAVAILABLE"
+	// CodeStoreFull: the question store holds as much as it may; it refuses new questions
+	// rather than lose open ones.
+	CodeStoreFull = "STORE_FULL"
+	// CodeStopping: the node serving the request is stopping. The question is not over:
+	// send the same request again, and another node (or this one, started again) goes on
+	// with it.
+	CodeStopping = "SERVER_STOPPING"
+	// CodeReplayDiverged: a call taken over by another node was replayed, and its handler
+	// asked something other than what the recorded log says it asked: the call ends
+	// rather than answer a question from the wrong round.
+	CodeReplayDiverged = "REPLAY_DIVERGED"
+)
+
+var errStopping = Errorf(CodeStopping, "stopping",
+	"this server is stopping; the question is not over: send the same request again")
+
+// errFenced: another node has taken the call over; this node's copy stands down.
+var errFenced = errors.New("ask: the call was taken over by another node")
+
+// errAlready: a write found the record already as it would have made it (its own earlier
+// write, whose answer was lost, had landed).
+var errAlready = errors.New("ask: already written")
+
+// durable is a call's part in the store.
+type durable struct {
+	wmu    sync.Mutex    // one write at a time
+	rec    *store.Record // as last written; nil until the call's first prompt is recorded
+	fenced bool          // another node took the call over
+
+	// A call taken over: the rounds answered from its log, and its deadline.
+	replay   []store.Round
+	replayed int
+	until    time.Time
+}
+
+// recorded reports whether c has a record.
+func (c *call) recorded() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.rec != nil
+}
+
+// isFenced reports whether another node has taken c over.
+func (c *call) isFenced() bool {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	return c.fenced
+}
+
+// standDown drops this node's copy of a call another node has taken over: its handler's
+// context ends, and nothing more is written or sent for it.
+func (c *call) standDown() {
+	c.wmu.Lock()
+	c.fenced = true
+	c.wmu.Unlock()
+	c.kill(elicitation.Operator)
+	c.el.forget(c, nil)
+}
+
+// pending is what a round returns that could not be recorded, and how to record it.
+type pending struct {
+	r    result
+	save func(context.Context) error
+	end  bool
+}
+
+// write changes c's record with change and writes it, compare-and-set on the revision c
+// last wrote (Create for the first write). On a conflict it re-reads the record: if
+// another node has taken it over, c is fenced (errFenced); else change is applied to the
+// fresh record and written again. change returning errAlready ends the write as done.
+func (c *call) write(ctx context.Context, change func(r *store.Record) error) error {
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.fenced {
+		return errFenced
+	}
+	ctx = context.WithoutCancel(ctx) // a write half done is worse than one the client did not wait for
+	for try := 0; ; try++ {
+		var r store.Record
+		if c.rec != nil {
+			r = *c.rec
+			r.Log = slices.Clip(r.Log)
+		} else {
+			r = c.newRecord()
+		}
+		switch err := change(&r); {
+		case errors.Is(err, errAlready):
+			return nil
+		case err != nil:
+			return err
+		}
+		var rev uint64
+		var err error
+		if r.Revision == 0 {
+			rev, err = c.el.store.Create(ctx, r)
+		} else {
+			rev, err = c.el.store.Update(ctx, r)
+		}
+		if err == nil {
+			r.Revision = rev
+			c.rec = &r
+			return nil
+		}
+		if !errors.Is(err, store.ErrConflict) || c.rec == nil || try == 4 {
+			return err
+		}
+		cur, err := c.el.store.Get(ctx, c.owner, c.id)
+		if err != nil {
+			return err
+		}
+		if cur.Node != c.el.node || cur.Epoch != c.rec.Epoch {
+			c.fenced = true
+			return errFenced
+		}
+		c.rec = &cur
+	}
+}
+
+// newRecord is c's record before its first write.
+func (c *call) newRecord() store.Record {
+	return store.Record{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, ArgsDigest: argsDigest(c.args), Era: "pull",
+		Node: c.el.node, Epoch: 1, Created: c.el.clk.Now(), State: "active"}
+}
+
+// recordHand records round n handed out as r, asking pr.
+func (c *call) recordHand(ctx context.Context, pr elicitation.Prompt, n int, r result) error {
+	out, err := encodeResult(r)
+	if err != nil {
+		return err
+	}
+	sum, deadline := promptSum(pr), pr.Elicitation.Snapshot().Deadline
+	return c.write(ctx, func(rec *store.Record) error {
+		rec.Handed, rec.Prompt, rec.Outcome, rec.Deadline = n, sum, out, deadline
+		return nil
+	})
+}
+
+// recordClaim claims round for the response resp (digest sum), adding it to the log.
+func (c *call) recordClaim(ctx context.Context, pr elicitation.Prompt, round int, sum string, resp mcp.InputResponse) *Error {
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		return stateError("unreadable_response", "inputResponses[%q] does not encode: %v", inputKey(round), err)
+	}
+	now := c.el.clk.Now()
+	return storeError(c.write(ctx, func(rec *store.Record) error {
+		switch {
+		case rec.Claimed >= round && rec.ClaimSum == sum:
+			return errAlready // this node's own claim, whose answer was lost
+		case rec.Claimed >= round:
+			return errUsed
+		}
+		rec.Claimed, rec.ClaimSum, rec.Outcome = round, sum, nil
+		rec.Log = append(rec.Log, store.Round{Prompt: rec.Prompt, Answers: raw, Attempts: pr.Attempt, At: now})
+		return nil
+	}))
+}
+
+// retention is how long an ended call's record keeps its result for a late or repeated
+// retry: as long as the call's own memory keeps it (see push).
+func (el *Elicitor) retention() time.Duration {
+	if el.pullIdle > 0 {
+		return el.pullIdle
+	}
+	return el.timeout
+}
+
+// recordEnd records the handler's result r: the call has ended.
+func (c *call) recordEnd(ctx context.Context, r result) error {
+	out, err := encodeResult(r)
+	if err != nil {
+		return err
+	}
+	until := c.el.clk.Now().Add(c.el.retention())
+	return c.write(ctx, func(rec *store.Record) error {
+		rec.State, rec.Outcome, rec.Deadline = "ended", out, until
+		return nil
+	})
+}
+
+// unrecorded is the result of a round whose outcome r could not be recorded (err): r is
+// kept, and an identical resend records it again before it gets it. A call fenced stands
+// down; one whose first prompt could not be recorded ends (it is a new question the store
+// refused).
+func (c *call) unrecorded(r result, save func(context.Context) error, end bool, err error) result {
+	c.mu.Lock()
+	c.unsaved = &pending{r: r, save: save, end: end}
+	c.mu.Unlock()
+	switch {
+	case errors.Is(err, errFenced):
+		c.kill(elicitation.Operator)
+		c.el.forget(c, nil)
+	case !c.recorded():
+		c.kill(elicitation.TransportError)
+	}
+	c.el.log.Warn("a question's step could not be recorded", "id", c.id, "error", err.Error())
+	return fail(storeError(err))
+}
+
+// retryRecord records what the claimed round returns, which could not be recorded before,
+// and returns it.
+func (c *call) retryRecord(ctx context.Context, round int) (result, bool) {
+	c.mu.Lock()
+	p := c.unsaved
+	c.mu.Unlock()
+	if p == nil {
+		return result{}, false
+	}
+	if err := p.save(ctx); err != nil {
+		return fail(storeError(err)), true
+	}
+	c.mu.Lock()
+	if c.unsaved == p {
+		c.unsaved = nil
+	}
+	c.mu.Unlock()
+	if p.end {
+		c.el.forget(c, &p.r)
+	}
+	c.settle(round, p.r)
+	return p.r, true
+}
+
+// storeError is the tool error for a failed store step.
+func storeError(err error) *Error {
+	var e *Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &e):
+		return e
+	case errors.Is(err, errFenced):
+		return stateError("moved", "another node has taken this question over; send the same request again")
+	case errors.Is(err, store.ErrNotFound):
+		return stateError("finished", "that question has ended, or passed its deadline; call the tool again without requestState")
+	case errors.Is(err, store.ErrFull):
+		return Errorf(CodeStoreFull, "store_full", "the question store is full; retry later")
+	case errors.Is(err, store.ErrTooLarge):
+		return Errorf(CodeFailed, "record_too_large", "the question with its answers is too large to keep: %v", err)
+	}
+	return Errorf(CodeStoreUnavailable, "store_unavailable",
+		"the question store cannot be reached; nothing answered is lost: send the same request again later")
+}
+
+// wireResult is a result as the store records it and the relay carries it.
+type wireResult struct {
+	Res     *mcp.CallToolResult `json:"res,omitempty"`
+	Out     json.RawMessage     `json:"out,omitempty"`
+	Err     *Error              `json:"err,omitempty"`
+	Fail    string              `json:"fail,omitempty"` // another error's text
+	NotHeld bool                `json:"notHeld,omitempty"`
+}
+
+func encodeResult(r result) (json.RawMessage, error) {
+	w := wireResult{Res: r.res}
+	if r.out != nil {
+		b, err := json.Marshal(r.out)
+		if err != nil {
+			return nil, err
+		}
+		w.Out = b
+	}
+	if r.err != nil {
+		if !errors.As(r.err, &w.Err) {
+			w.Fail = r.err.Error()
+		}
+	}
+	return json.Marshal(w)
+}
+
+func decodeResult(b []byte) (result, bool, error) {
+	var w wireResult
+	if err := json.Unmarshal(b, &w); err != nil {
+		return result{}, false, err
+	}
+	r := result{res: w.Res}
+	if w.Out != nil {
+		r.out = w.Out
+	}
+	switch {
+	case w.Err != nil:
+		r.err = w.Err
+	case w.Fail != "":
+		r.err = errors.New(w.Fail)
+	}
+	return r, w.NotHeld, nil
+}
+
+// digest is 128 bits of SHA-256 of parts, each ended by a 0 byte, as base64url.
+func digest(parts ...[]byte) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write(p)
+		h.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
+}
+
+// promptSum is the digest of what a prompt asks: its message and its wire schema.
+func promptSum(pr elicitation.Prompt) string {
+	return digest([]byte(pr.Message), pr.Form.WireSchema())
+}
+
+// responseSum is the digest of a response to a round.
+func responseSum(resp mcp.InputResponse) string {
+	b, err := json.Marshal(resp)
+	if err != nil {
+		return ""
+	}
+	return digest(b)
+}
+
+// argsDigest is the digest of a call's arguments, whatever their key order and spacing.
+func argsDigest(args json.RawMessage) string { return digest(canonicalJSON(args)) }

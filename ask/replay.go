@@ -1,0 +1,152 @@
+package ask
+
+// Taking a call over. A pull-era handler is a Go stack blocked in Ask: it cannot move. When
+// a retry comes for a call whose node is gone (it does not answer on the relay, or there is
+// none) or no longer holds it, the node the retry reached takes the call over: one
+// compare-and-set makes it the record's node with the next epoch (so every later write of
+// the former node fails, and that node stands down), and claims the retry's round in the
+// same write. It then runs the tool's handler again from its start, and answers each
+// prompt up to the last claimed round from the recorded log, without handing it out: the
+// same answers bring the same re-prompts, kept answers and attempt counts, and the first
+// prompt past the log is handed out as the retry's result. A prompt whose digest differs
+// from the log's ends the call with CodeReplayDiverged, rather than answer it from the
+// wrong round. Only tools declared Replayable are taken over.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"slices"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/store"
+)
+
+// resumeStored is a retry for a call this node does not hold: the store says where it is
+// and how far it got; the retry is answered from the record (an identical resend), by the
+// node holding the call (forwarded), or by taking the call over.
+func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestState, req *mcp.CallToolRequest, replayable bool, start handler) result {
+	resp, has := req.Params.InputResponses[inputKey(st.Round)]
+	sum := ""
+	if has {
+		sum = responseSum(resp)
+	}
+	args := argsDigest(req.Params.Arguments)
+	for range 5 {
+		rec, err := el.store.Get(ctx, owner, st.ID)
+		if err != nil {
+			return fail(storeError(err))
+		}
+		if rec.ArgsDigest != args || rec.Tool != req.Params.Name {
+			return fail(stateError("foreign", otherCall))
+		}
+		resend := has && st.Round == rec.Claimed && sum == rec.ClaimSum
+		switch {
+		case resend && rec.Outcome != nil:
+			r, _, err := decodeResult(rec.Outcome)
+			if err != nil {
+				return fail(Errorf(CodeFailed, "unreadable_record", "the recorded result does not decode: %v", err))
+			}
+			return r
+		case !resend && st.Round <= rec.Claimed:
+			return fail(errUsed)
+		case !resend && st.Round != rec.Handed:
+			return fail(stateError("stale_round", "the requestState is for question round %d, but round %d is current", st.Round, rec.Handed))
+		case !has:
+			return fail(stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round)))
+		case rec.State == "ended":
+			return fail(stateError("finished", "that question has already ended; call the tool again without requestState"))
+		}
+		// The round is open (or claimed, its result lost with its node): the node holding
+		// the call answers, while it runs.
+		if rec.Node != el.node && el.relay != nil {
+			r, err := el.forward(ctx, rec.Node, owner, req.Params)
+			if err == nil {
+				return r
+			}
+			if !errors.Is(err, store.ErrNoNode) && !errors.Is(err, errNotHeld) {
+				return fail(storeError(err))
+			}
+		}
+		if !replayable {
+			return fail(stateError("finished", "the server that asked that question has stopped, and %s cannot be taken over (it is not replayable); call the tool again without requestState", req.Params.Name))
+		}
+		r, err := el.takeOver(ctx, rec, st, req, resp, sum, resend, start)
+		if errors.Is(err, store.ErrConflict) {
+			continue // another node moved it first: look again
+		}
+		if err != nil {
+			return fail(storeError(err))
+		}
+		return r
+	}
+	return fail(Errorf(CodeStoreUnavailable, "contended", "the question is changing too fast to take over; send the same request again"))
+}
+
+// takeOver makes this node rec's, claiming st's round for resp (unless resend: it was
+// claimed with it already), and replays the handler.
+func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, st requestState, req *mcp.CallToolRequest, resp mcp.InputResponse, sum string, resend bool, start handler) (result, error) {
+	next := rec
+	next.Node, next.Epoch = el.node, rec.Epoch+1
+	if !resend {
+		raw, err := json.Marshal(resp)
+		if err != nil {
+			return fail(stateError("unreadable_response", "inputResponses[%q] does not encode: %v", inputKey(st.Round), err)), nil
+		}
+		next.Claimed, next.ClaimSum, next.Outcome = st.Round, sum, nil
+		next.Log = append(slices.Clip(rec.Log), store.Round{Prompt: rec.Prompt, Answers: raw, At: el.clk.Now()})
+	}
+	rev, err := el.store.Update(context.WithoutCancel(ctx), next)
+	if err != nil {
+		return result{}, err
+	}
+	next.Revision = rev
+	c := el.newCall(req, rec.Owner, rec.ID, true)
+	c.rec, c.replay, c.until = &next, next.Log, rec.Deadline
+	c.claimed, c.claimSum, c.settled = st.Round, sum, make(chan struct{})
+	el.log.Info("took a question over", "id", rec.ID, "from", rec.Node, "epoch", next.Epoch, "rounds", len(next.Log))
+	el.begin(ctx, c, start)
+	r := c.next(ctx)
+	c.settle(st.Round, r)
+	return r, nil
+}
+
+// replaying reports whether c's next prompt is answered from its log.
+func (c *call) replaying() bool { return c.replayed < len(c.replay) }
+
+// replayRound answers pr from the log's next round; stop when the call ends instead, with
+// r, because pr is not what the log says was asked.
+func (c *call) replayRound(pr elicitation.Prompt) (r result, stop bool) {
+	logged := c.replay[c.replayed]
+	c.replayed++
+	c.mu.Lock()
+	c.handed++
+	n := c.handed
+	c.asking = pr
+	c.mu.Unlock()
+	var res mcp.ElicitResult
+	switch {
+	case isPage(pr):
+		return c.diverged(n, "it was asked on the page, whose answers are not recorded"), true
+	case promptSum(pr) != logged.Prompt:
+		return c.diverged(n, "the tool asked something else"), true
+	case json.Unmarshal(logged.Answers, &res) != nil:
+		return c.diverged(n, "its recorded answer does not decode"), true
+	}
+	_ = pr.Elicitation.Answer(toAnswer(pr.Round, &res, nil))
+	return result{}, false
+}
+
+// diverged ends a replayed call whose round n is not what its log says.
+func (c *call) diverged(n int, why string) result {
+	r := fail(Errorf(CodeReplayDiverged, "replay_diverged",
+		"the question was taken over by another node, and replaying it went another way at round %d (%s); call the tool again without requestState", n, why))
+	c.kill(elicitation.ToolError)
+	if err := c.recordEnd(context.Background(), r); err != nil {
+		c.el.log.Warn("a diverged call's end could not be recorded", "id", c.id, "error", err.Error())
+	}
+	c.el.forget(c, &r)
+	return r
+}
