@@ -36,7 +36,7 @@ type memCalls struct {
 
 	mu    sync.Mutex
 	ended map[string]endedCall // by id
-	order []string          // ended's keys, oldest first
+	order []string             // ended's keys, oldest first
 }
 
 var _ callStore = (*memCalls)(nil)

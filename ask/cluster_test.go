@@ -44,12 +44,16 @@ var personForm = func() *validator.Compiled {
 func ptr[T any](v T) *T { return &v }
 
 func newCluster(t *testing.T, n int, s store.Store, relay store.Relay) []*clusterNode {
+	return newClusterOn(t, clock.New(), n, s, relay)
+}
+
+func newClusterOn(t *testing.T, clk clock.Clock, n int, s store.Store, relay store.Relay) []*clusterNode {
 	t.Helper()
 	key := []byte(strings.Repeat("k", 32))
 	var nodes []*clusterNode
 	for range n {
 		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-		el := ask.New(server, ask.Options{Clock: clock.New(), Timeout: time.Minute, StateKey: key, Store: s, Relay: relay,
+		el := ask.New(server, ask.Options{Clock: clk, Timeout: time.Minute, StateKey: key, Store: s, Relay: relay,
 			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }})
 		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
 		starts := &atomic.Int32{}
@@ -59,6 +63,7 @@ func newCluster(t *testing.T, n int, s store.Store, relay store.Relay) []*cluste
 		})
 		tool.Replayable = true
 		el.Add(server, tool)
+		el.AddManagement(server)
 		nodes = append(nodes, &clusterNode{el: el, u: elicittest.Connect(t, server, elicittest.Pull), starts: starts})
 	}
 	return nodes
@@ -219,4 +224,76 @@ func TestAStoppingNodeLeavesItsQuestionsOpen(t *testing.T) {
 	p, err := elicittest.Payload(b.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30}))
 	require.NoError(t, err)
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, p)
+}
+
+func (n *clusterNode) manage(t *testing.T, tool string, args map[string]any) map[string]any {
+	t.Helper()
+	res, err := n.u.Session.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
+	require.NoError(t, err)
+	p, err := elicittest.Payload(res)
+	require.NoError(t, err)
+	return p
+}
+
+// list_elicitations, extend_elicitation and cancel_elicitation reach the caller's questions
+// on every node: on the node that holds one while it runs, on its record once it is gone.
+func TestManagementReachesEveryNode(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stopA  bool
+		wantOn string
+	}{{"A running", false, "A"}, {"A gone", true, "the record"}} {
+		t.Run(tc.name, func(t *testing.T) {
+			nodes := newCluster(t, 2, memory.New(memory.Options{}), &memory.Relay{})
+			a, b := nodes[0], nodes[1]
+			first := a.call(t, "", 0, nil)
+			_, p := asked(t, first)
+			shown, err := time.Parse(time.RFC3339Nano, p.Meta[ask.DeadlineKey].(string))
+			require.NoError(t, err)
+			if tc.stopA {
+				require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+			}
+
+			listed := b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+			require.Len(t, listed, 1, "B lists the question A asked")
+			q := listed[0].(map[string]any)
+			assert.Equal(t, "contact", q["tool"])
+			id := q["id"].(string)
+
+			ext := b.manage(t, "extend_elicitation", map[string]any{"id": id, "seconds": 600})
+			require.Nil(t, ext["code"], "%v", ext)
+			moved, err := time.Parse(time.RFC3339, ext["deadline"].(string))
+			require.NoError(t, err)
+			assert.WithinDuration(t, shown.Add(600*time.Second), moved, 2*time.Second, "extended on %s", tc.wantOn)
+			listed = b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+			assert.Equal(t, ext["deadline"], listed[0].(map[string]any)["deadline"], "the record moved with it")
+
+			cancelled := b.manage(t, "cancel_elicitation", map[string]any{"id": id})
+			require.Equal(t, "cancelled", cancelled["state"], "%v", cancelled)
+			res, err := elicittest.Payload(b.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30}))
+			require.NoError(t, err)
+			assert.Equal(t, ask.CodeCancelled, res["code"], "the client's retry hears the question was cancelled: %v", res)
+			assert.Empty(t, b.manage(t, "list_elicitations", map[string]any{})["elicitations"])
+			again := b.manage(t, "cancel_elicitation", map[string]any{"id": id})
+			assert.Equal(t, ask.CodeNotFound, again["code"])
+		})
+	}
+}
+
+// A question past its deadline is a timeout on every node, even when the node that held it
+// is gone: its record outlives the deadline, and the node that takes it over replays it
+// into a question whose deadline has passed.
+func TestADeadlinePassesOnEveryNode(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	nodes := newClusterOn(t, clk, 2, memory.New(memory.Options{Clock: clk}), &memory.Relay{})
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+	clk.Add(time.Minute + time.Second) // past the question's one-minute deadline
+	p, err := elicittest.Payload(b.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30}))
+	require.NoError(t, err)
+	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
+	listed := b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+	assert.Empty(t, listed)
 }

@@ -70,6 +70,9 @@ type durable struct {
 	replay   []store.Round
 	replayed int
 	until    time.Time
+	liveAsk  int // the number of the question it was asking (1 for the first Ask)
+
+	asks int // the questions the call has asked (Ask calls), this one included
 }
 
 // recorded reports whether c has a record.
@@ -167,9 +170,11 @@ func (c *call) recordHand(ctx context.Context, pr elicitation.Prompt, n int, r r
 	if err != nil {
 		return err
 	}
-	sum, deadline := promptSum(pr), pr.Elicitation.Snapshot().Deadline
+	sum, snap := promptSum(pr), pr.Elicitation.Snapshot()
 	return c.write(ctx, func(rec *store.Record) error {
-		rec.Handed, rec.Prompt, rec.Outcome, rec.Deadline = n, sum, out, deadline
+		rec.Handed, rec.Prompt, rec.Outcome = n, sum, out
+		rec.Due, rec.Deadline = snap.Deadline, snap.Deadline.Add(c.el.retention())
+		rec.Question, rec.Title, rec.Attempts, rec.Asks = snap.ID, snap.Title, pr.Attempt, c.asks
 		return nil
 	})
 }

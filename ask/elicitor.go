@@ -100,7 +100,7 @@ type Elicitor struct {
 	node      string // this Elicitor's name among those sharing the store
 	stopRelay func()
 	idPrefix  string        // the node's name and '-': call ids never repeat across restarts
-	callSeq  atomic.Uint64 // numbers the pull-era calls
+	callSeq   atomic.Uint64 // numbers the pull-era calls
 
 	owners sync.Map  // *mcp.ServerSession -> sessionOwner, for the default owner hook
 	calls  callStore // pull era: the calls a client may come back to, and how recent ones ended
@@ -396,9 +396,11 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	if c.pull && el.pullIdle > 0 {
 		spec.Idle = el.pullIdle
 	}
-	if !c.until.IsZero() {
-		// A call taken over keeps the deadline its record has.
-		spec.Timeout = min(spec.Timeout, max(c.until.Sub(el.clk.Now()), time.Millisecond))
+	c.asks++
+	if !c.until.IsZero() && c.asks >= c.liveAsk {
+		// The question a call taken over was asking keeps the deadline it had (the earlier
+		// ones were answered in time).
+		spec.Due = c.until
 	}
 	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {

@@ -23,7 +23,12 @@ var errNotHeld = errors.New("ask: the node no longer holds the call")
 // judged it, and the call's parameters.
 type forwarded struct {
 	Owner  string                 `json:"owner"`
-	Params *mcp.CallToolParamsRaw `json:"params"`
+	Params *mcp.CallToolParamsRaw `json:"params,omitempty"`
+	// Op, when set, is a management operation on the owner's question ID instead:
+	// "cancel", or "extend" by Seconds (manage.go).
+	Op      string `json:"op,omitempty"`
+	ID      string `json:"id,omitempty"`
+	Seconds int    `json:"seconds,omitempty"`
 }
 
 // serveRelay has the relay, if any (Options.Relay, or the store's own), bring this node
@@ -78,8 +83,11 @@ func (el *Elicitor) serveForwarded(ctx context.Context, msg []byte) []byte {
 		return b
 	}
 	var f forwarded
-	if err := json.Unmarshal(msg, &f); err != nil || f.Params == nil {
+	if err := json.Unmarshal(msg, &f); err != nil || (f.Params == nil && f.Op == "") {
 		return reply(fail(Errorf(CodeFailed, "bad_forward", "a forwarded request does not decode")))
+	}
+	if f.Op != "" {
+		return el.serveOp(f)
 	}
 	st, e := el.openState(f.Params, f.Owner)
 	if e != nil {

@@ -83,6 +83,12 @@ func (el *Elicitor) list(owner string, _ listInput) (any, error) {
 			Round: snap.Round, Attempt: snap.Attempt, MaxAttempts: snap.MaxAttempts, AgeSeconds: now.Sub(snap.Created).Seconds(),
 			Deadline: snap.Deadline.UTC().Format(time.RFC3339)})
 	}
+	// With a store, the owner's open 2026-07-28 questions held by other nodes too.
+	for _, rec := range el.remoteRecords(owner) {
+		out = append(out, listedElicitation{ID: rec.Question, Tool: rec.Tool, Title: rec.Title, State: elicitation.Active.String(),
+			Round: rec.Handed, Attempt: rec.Attempts, MaxAttempts: el.maxAttempts, AgeSeconds: now.Sub(rec.Created).Seconds(),
+			Deadline: rec.Due.UTC().Format(time.RFC3339)})
+	}
 	return map[string]any{"elicitations": out}, nil
 }
 
@@ -95,7 +101,11 @@ func managed(err error, id string) error {
 }
 
 func (el *Elicitor) cancelOne(owner string, in idInput) (any, error) {
-	if err := el.reg.Cancel(owner, in.ID, elicitation.Operator); err != nil {
+	err := el.reg.Cancel(owner, in.ID, elicitation.Operator)
+	if errors.Is(err, registry.ErrNotFound) && el.store != nil {
+		return el.manageRemote(owner, forwarded{Op: "cancel", Owner: owner, ID: in.ID})
+	}
+	if err != nil {
 		return nil, managed(err, in.ID)
 	}
 	return map[string]any{"id": in.ID, "state": "cancelled"}, nil
@@ -106,9 +116,13 @@ func (el *Elicitor) extendOne(owner string, in extendInput) (any, error) {
 		return nil, Errorf(CodeInvalidArgument, "seconds_out_of_range", "seconds must be between 1 and %d, got %d", MaxExtendSeconds, in.Seconds)
 	}
 	d, err := el.reg.Extend(owner, in.ID, time.Duration(in.Seconds)*time.Second)
+	if errors.Is(err, registry.ErrNotFound) && el.store != nil {
+		return el.manageRemote(owner, forwarded{Op: "extend", Owner: owner, ID: in.ID, Seconds: in.Seconds})
+	}
 	if err != nil {
 		return nil, managed(err, in.ID)
 	}
+	el.extendRecord(in.ID, d)
 	return map[string]any{"id": in.ID, "deadline": d.UTC().Format(time.RFC3339)}, nil
 }
 

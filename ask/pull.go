@@ -50,7 +50,7 @@ type call struct {
 	claimed  int     // the latest handed round whose requestState was used
 	claimSum string  // the digest of the response that claimed it
 	settled  chan struct{}
-	sent     result // what that round returned, once settled is closed: an identical resend gets it
+	sent     result   // what that round returned, once settled is closed: an identical resend gets it
 	unsaved  *pending // what that round returns, not yet recorded in the store (it was unavailable)
 	asking   elicitation.Prompt
 	idle     *clock.Timer // forgets the call's result if the client does not come back for it
@@ -511,7 +511,7 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 	c.mu.Unlock()
 	durable := c.el.store != nil
 	switch {
-	case durable && (c.isFenced() || st.Round > cur):
+	case durable && (c.isFenced() || st.Round > max(cur, claimed)):
 		// A round past this copy's was handed out by the node that took the call over.
 		c.standDown()
 		return result{}, true

@@ -56,6 +56,14 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 			return fail(stateError("stale_round", "the requestState is for question round %d, but round %d is current", st.Round, rec.Handed))
 		case !has:
 			return fail(stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round)))
+		case rec.State == "ended" && st.Round == rec.Handed && rec.Outcome != nil:
+			// Ended while its round was out (cancelled on another node, say): the retry
+			// gets how.
+			r, _, err := decodeResult(rec.Outcome)
+			if err != nil {
+				return fail(Errorf(CodeFailed, "unreadable_record", "the recorded result does not decode: %v", err))
+			}
+			return r
 		case rec.State == "ended":
 			return fail(stateError("finished", "that question has already ended; call the tool again without requestState"))
 		}
@@ -104,7 +112,7 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, st requestSt
 	}
 	next.Revision = rev
 	c := el.newCall(req, rec.Owner, rec.ID, true)
-	c.rec, c.replay, c.until = &next, next.Log, rec.Deadline
+	c.rec, c.replay, c.until, c.liveAsk = &next, next.Log, rec.Due, rec.Asks
 	c.claimed, c.claimSum, c.settled = st.Round, sum, make(chan struct{})
 	el.log.Info("took a question over", "id", rec.ID, "from", rec.Node, "epoch", next.Epoch, "rounds", len(next.Log))
 	el.begin(ctx, c, start)

@@ -152,6 +152,9 @@ func Start(id string, spec Spec, env Env) (*Elicitation, error) {
 	if e.idle > 0 {
 		e.idleAt = now.Add(e.idle)
 	}
+	if !spec.Due.IsZero() && spec.Due.Before(e.deadline) {
+		e.deadline = spec.Due
+	}
 	e.deadlineNs.Store(e.ends().UnixNano())
 	e.publish(Pending, None)
 	e.asking.Store(&asked{round: 1, form: spec.Form}) // an answer may come before the actor runs

@@ -108,6 +108,10 @@ type Spec struct {
 	// Extend moves it as it moves the deadline, and Snapshot's Deadline is the earlier of
 	// the two, so whoever shows the time left shows the one that applies. 0: none.
 	Idle time.Duration
+	// Due, when set and earlier than the start plus Timeout, is the deadline instead: a
+	// question taken over from another node keeps the deadline it had there, even one that
+	// has passed, which ends it as TimedOut at the first event it takes.
+	Due time.Time
 }
 
 // SpecError reports a Spec that Start refuses, naming the field and what it expects.

@@ -169,6 +169,9 @@ type Record struct {
 
 	Created  time.Time `json:"created"`
 	Deadline time.Time `json:"deadline"` // the record expires here; required
+	// Due is when the question ends unless answered; the record outlives it (Deadline),
+	// so that a retry after it hears the question timed out, on any node.
+	Due time.Time `json:"due,omitzero"`
 	// Idle, if set, is when the question ends as abandoned unless its client comes back.
 	Idle time.Time `json:"idle,omitzero"`
 
@@ -194,6 +197,12 @@ type Record struct {
 	// response is the same request again, one with another is a second use.
 	Prompt   string `json:"prompt,omitempty"`
 	ClaimSum string `json:"claim,omitempty"`
+	// Question is the id of the question being asked (the one list_elicitations shows, and
+	// cancel_elicitation and extend_elicitation name), Title its title.
+	Question string `json:"question,omitempty"`
+	Title    string `json:"title,omitempty"`
+	// Asks is the number of the question being asked among the call's (1 for its first).
+	Asks int `json:"asks,omitempty"`
 
 	// Page is the question's URL-mode page link, if it has one.
 	Page *PageLink `json:"page,omitempty"`

@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	elicitBin, elicitdBin = filepath.Join(dir, "elicit"), filepath.Join(dir, "elicitd")
+	// The elicitd started here keep their questions in memory: with --http the default is a
+	// store in the user's data directory, which one process at a time may hold.
+	os.Setenv("ELICITD_STORE", "memory")
 	for bin, pkg := range map[string]string{elicitBin: ".", elicitdBin: "../elicitd"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)

@@ -166,7 +166,7 @@ func TestSettingsPageHasEveryFlag(t *testing.T) {
 }
 
 // settingsSources are the files that read elicitd's environment, from the repository root.
-var settingsSources = []string{"cmd/elicitd/main.go", "tools/ups/ups.go"}
+var settingsSources = []string{"cmd/elicitd/main.go", "cmd/elicitd/store.go", "tools/ups/ups.go"}
 
 // Every environment variable elicitd reads is in docs/settings.md, and every ELICITD_ or
 // UPS_ variable the page names is one elicitd reads.
@@ -189,7 +189,7 @@ func TestSettingsPageHasEveryVariable(t *testing.T) {
 }
 
 // errorCodeSources hold the tool error codes, as constants named Code...
-var errorCodeSources = []string{"ask/errors.go", "tools/shipping/tools.go"}
+var errorCodeSources = []string{"ask/errors.go", "ask/durable.go", "tools/shipping/tools.go"}
 
 // codeConstants returns the string constants named Code... in the Go file at path.
 func codeConstants(t *testing.T, path string) map[string]string {

@@ -32,6 +32,10 @@ func TestMain(m *testing.M) {
 		panic(err)
 	}
 	bin = filepath.Join(dir, "elicitd")
+	// Processes started here keep their questions in memory unless a test says otherwise:
+	// with --http the default is a store in the user's data directory, which one process
+	// at a time may hold.
+	os.Setenv("ELICITD_STORE", "memory")
 	if len(raceBuild) > 0 {
 		// A race-detecting binary sleeps a second at exit unless told not to.
 		os.Setenv("GORACE", "atexit_sleep_ms=0")
@@ -491,8 +495,12 @@ func TestRequestStateIsChecked(t *testing.T) {
 	// A blank name: round 2 is asked.
 	second := retry(h.cs, state, good, args)["needs_input"].(*mcp.CallToolResult)
 	assert.Contains(t, second.InputRequests, "elicit-2")
-	// The round-1 state is now stale.
-	assert.Equal(t, "stale_round", reason(retry(h.cs, state, good, args)))
+	// The round-1 state is used: sent again with the same response (its answer lost, say),
+	// it gets the same round 2 again; with another response it is refused.
+	resent := retry(h.cs, state, good, args)["needs_input"].(*mcp.CallToolResult)
+	assert.Equal(t, second.RequestState, resent.RequestState, "an identical resend gets what the first got")
+	other1 := mcp.InputResponseMap{key: &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Bo"}}}
+	assert.Equal(t, "used", reason(retry(h.cs, state, other1, args)))
 	// The same arguments encoded differently (key order, spacing) are the same call.
 	form, err := json.Marshal(nameForm)
 	require.NoError(t, err)

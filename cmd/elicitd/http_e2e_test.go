@@ -10,6 +10,7 @@ import (
 	"os"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -36,8 +37,19 @@ var listening = regexp.MustCompile(`address=(\S+)`)
 // says where it listens. It is stopped with SIGTERM when the test ends.
 func startHTTP(t testing.TB, env ...string) *httpServer {
 	t.Helper()
+	args := []string{"--pull-idle", "1m", "--rate", "0"}
+	if !slices.ContainsFunc(env, func(e string) bool { return strings.HasPrefix(e, "ELICITD_STORE=") }) {
+		// The default store of --http (embedded), in a directory of the test's own.
+		args = append(args, "--store", "embedded", "--data-dir", t.TempDir())
+	}
+	return startHTTPWith(t, args, env...)
+}
+
+// startHTTPWith is startHTTP with these flags (besides --http) and nothing else.
+func startHTTPWith(t testing.TB, args []string, env ...string) *httpServer {
+	t.Helper()
 	s := &httpServer{stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(bin, "--http", "127.0.0.1:0", "--pull-idle", "1m", "--rate", "0")
+	s.cmd = exec.Command(bin, append([]string{"--http", "127.0.0.1:0"}, args...)...)
 	s.cmd.Env = append(os.Environ(), env...)
 	pr, pw := io.Pipe()
 	s.cmd.Stderr = io.MultiWriter(s.stderr, pw)
@@ -401,16 +413,18 @@ func TestHTTPDroppedStreamEndsItsQuestion(t *testing.T) {
 	assert.Equal(t, map[string]any{"name": "Ada"}, out["data"], "the session still serves")
 }
 
-// A 2026-07-28 retry may land on another process. After a restart with the same
-// ELICITD_STATE_KEY the state is still recognised as elicitd's, but the question it names
-// lived in the old process: the retry is told so, with a typed error, at once, and calling
-// the tool again without the state asks afresh. With another key the state is forged.
+// A 2026-07-28 retry may land on another process. With --store memory, after a restart with
+// the same ELICITD_STATE_KEY the state is still recognised as elicitd's, but the question it
+// names lived in the old process: the retry is told so, with a typed error, at once, and
+// calling the tool again without the state asks afresh. With another key the state is
+// forged. (With a store, the question goes on: store_e2e_test.go.)
 func TestHTTPPullRetryAfterARestart(t *testing.T) {
 	key := "ELICITD_STATE_KEY=" + strings.Repeat("r", 32)
+	memory := "ELICITD_STORE=memory"
 	args := map[string]any{"message": "Who?", "form": nameForm}
 	ada := mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada"}}}
 
-	before := startHTTP(t, key)
+	before := startHTTP(t, key, memory)
 	first, err := pullByHand(t, before, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args})
 	require.NoError(t, err)
 	require.True(t, first.NeedsInput())
@@ -425,7 +439,7 @@ func TestHTTPPullRetryAfterARestart(t *testing.T) {
 		require.True(t, res.IsError)
 		return structured(t, res)
 	}
-	after := startHTTP(t, key)
+	after := startHTTP(t, key, memory)
 	out := retry(after)
 	assert.Equal(t, "INVALID_REQUEST_STATE", out["code"], "%v", out)
 	assert.Equal(t, "finished", out["reason"])
@@ -443,7 +457,7 @@ func TestHTTPPullRetryAfterARestart(t *testing.T) {
 	assert.Equal(t, "completed", out["status"], "%v", out)
 	assert.Equal(t, map[string]any{"name": "Ada"}, out["data"])
 
-	other := startHTTP(t, "ELICITD_STATE_KEY="+strings.Repeat("o", 32))
+	other := startHTTP(t, "ELICITD_STATE_KEY="+strings.Repeat("o", 32), memory)
 	out = retry(other)
 	assert.Equal(t, "INVALID_REQUEST_STATE", out["code"])
 	assert.Equal(t, "forged", out["reason"], "another key does not recognise the state")

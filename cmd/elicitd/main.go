@@ -113,6 +113,22 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	if cfg.logLevel <= slog.LevelDebug {
 		opts.SDKLogger = logger
 	}
+	st, err := openStore(context.Background(), cfg.store, logger)
+	if err == nil && st != nil {
+		opts.StateKey, err = sharedStateKey(context.Background(), st, opts.StateKey)
+	}
+	if err != nil {
+		if st != nil {
+			_ = st.Close()
+		}
+		fmt.Fprintf(stderr, "elicitd: %v\n", err)
+		return 2
+	}
+	if st != nil {
+		defer st.Close()
+		opts.Store = st
+		logger.Info("questions are kept in the store", "store", cfg.store.kind, "data_dir", cfg.store.dataDir)
+	}
 	if cfg.http.addr != "" {
 		return runHTTP(cfg, opts, logger, stderr)
 	}
@@ -211,6 +227,7 @@ type config struct {
 	page           pageConfig
 	pageWait       time.Duration
 	memoryLimit    int64
+	store          storeConfig
 }
 
 func (c config) options() options {
@@ -306,6 +323,28 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"conn-idle", "ELICITD_CONN_IDLE", "HTTP listeners (MCP and the page): a keep-alive connection idle this long between requests is closed", "2m", durationIn(&c.page.conn.idle, time.Second, time.Hour, false)},
 		{"body-timeout", "ELICITD_BODY_TIMEOUT", "HTTP listeners (MCP and the page): the longest a request's body may pause; the whole body must arrive within ten times this (a response that lasts, such as an SSE stream or a call waiting for a person, is not cut)", "1m", durationIn(&c.page.conn.body, time.Second, time.Hour, false)},
 		{"page-wait", "ELICITD_PAGE_WAIT", "2026-07-28 clients: how long a retry that accepted the page's link waits for the page to be sent before the link is shown again", "30s", durationIn(&c.pageWait, 100*time.Millisecond, 10*time.Minute, false)},
+		{"store", "ELICITD_STORE", "where 2026-07-28 questions are kept: memory (this process only), embedded (a NATS JetStream server inside elicitd, on --data-dir: a restart loses nothing) or nats://HOST:PORT[,HOST:PORT...] (an external NATS cluster several elicitd nodes share); default memory on stdio, embedded with --http", "", c.store.parseStore},
+		{"data-dir", "ELICITD_DATA_DIR", "--store embedded: the directory it keeps its files in (default: $XDG_DATA_HOME/elicitd, else ~/.local/share/elicitd; on macOS ~/Library/Application Support/elicitd)", "", func(s string) error {
+			c.store.dataDir = s
+			return nil
+		}},
+		{"nats-listen", "ELICITD_NATS_LISTEN", "--store embedded: also accept NATS clients on this host:port (by default the embedded server listens on no network)", "", func(s string) error {
+			c.store.listen = s
+			return nil
+		}},
+		{"store-replicas", "ELICITD_STORE_REPLICAS", "--store nats://...: the servers that keep each bucket (3 on a 3-node cluster)", "1", intIn(&c.store.replicas, 1, 5)},
+		{"nats-user", "ELICITD_NATS_USER", "--store nats://...: the user name (the password comes from ELICITD_NATS_PASSWORD only)", "", func(s string) error {
+			c.store.user = s
+			return nil
+		}},
+		{"nats-creds", "ELICITD_NATS_CREDS", "--store nats://...: a NATS .creds file (JWT and NKey seed)", "", func(s string) error {
+			c.store.creds = s
+			return nil
+		}},
+		{"nats-ca", "ELICITD_NATS_CA", "--store nats://...: a PEM file of the CAs that sign the servers' certificates (tls:// servers)", "", func(s string) error {
+			c.store.ca = s
+			return nil
+		}},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
 				return fmt.Errorf("must be debug, info, warn or error, got %q", s)
@@ -364,6 +403,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, err
 	}
 	if err := c.page.check(); err != nil {
+		return c, err
+	}
+	if err := c.store.settle(c.http.addr != "", getenv); err != nil {
 		return c, err
 	}
 	if c.page.maxHeld > c.memoryLimit-64<<20 {

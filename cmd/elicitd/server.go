@@ -13,6 +13,7 @@ import (
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/page"
+	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/tools"
 	"github.com/elicitd/elicitd/tools/shipping"
 	"github.com/elicitd/elicitd/tools/ups"
@@ -40,6 +41,7 @@ type options struct {
 	Owner    func(*mcp.CallToolRequest) string
 	Pages    *page.Server  // elicitd's page, for secrets and files; nil: none
 	PageWait time.Duration // see ask.Options.PageWait
+	Store    store.Store   // where 2026-07-28 questions are kept (ask.Options.Store); nil: this process only
 }
 
 // server is elicitd: an MCP server with elicitd's tools, all asking through one Elicitor.
@@ -60,7 +62,7 @@ func newServer(o options, version string) *server {
 	}), pages: o.Pages}
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
 		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle,
-		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait})
+		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait, Store: o.Store})
 	s.el.Add(s.mcp, tools.AskUser(tools.AskUserOptions{MaxAnswerBytes: o.MaxAnswerBytes}))
 	s.el.AddManagement(s.mcp)
 	s.el.Add(s.mcp, shipping.Tools(o.UPS)...)

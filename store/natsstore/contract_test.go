@@ -33,3 +33,17 @@ func TestContract(t *testing.T) {
 
 // The NATS store is a relay too, on core NATS request/reply.
 func TestRelayContract(t *testing.T) { storetest.RunRelay(t, embedded(t, store.Limits{})) }
+
+// Two embedded servers on one data directory would overwrite each other's files: the
+// second is refused while the first runs, and starts once it has stopped.
+func TestOneServerPerDataDirectory(t *testing.T) {
+	dir := t.TempDir()
+	first, err := natsstore.StartServer(natsstore.ServerOptions{Dir: dir})
+	require.NoError(t, err)
+	_, err = natsstore.StartServer(natsstore.ServerOptions{Dir: dir})
+	require.ErrorContains(t, err, "in use by another running elicitd")
+	first.Shutdown()
+	again, err := natsstore.StartServer(natsstore.ServerOptions{Dir: dir})
+	require.NoError(t, err)
+	again.Shutdown()
+}

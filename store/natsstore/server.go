@@ -7,10 +7,12 @@ import (
 	"log/slog"
 	"net"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
 
+	"github.com/gofrs/flock"
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 
@@ -38,8 +40,9 @@ type ServerOptions struct {
 
 // Server is a nats-server with JetStream running in this process.
 type Server struct {
-	ns  *server.Server
-	log *serverLog
+	ns   *server.Server
+	log  *serverLog
+	lock *flock.Flock // the data directory's, held while the server runs
 }
 
 // StartServer starts a nats-server with JetStream on o.Dir. Its errors name the problem: a
@@ -58,6 +61,22 @@ func StartServer(o ServerOptions) (*Server, error) {
 	}
 	probe.Close()
 	os.Remove(probe.Name())
+	// nats-server itself lets two processes share a store directory, and each would then
+	// overwrite the other's files: one server per directory, held by a lock while it runs.
+	lock := flock.New(filepath.Join(o.Dir, "elicitd.lock"))
+	locked, err := lock.TryLock()
+	if err != nil {
+		return nil, fmt.Errorf("store: cannot lock the data directory %q: %w", o.Dir, err)
+	}
+	if !locked {
+		return nil, fmt.Errorf("store: the data directory %q is in use by another running elicitd; give each process a directory of its own", o.Dir)
+	}
+	started := false
+	defer func() {
+		if !started {
+			_ = lock.Unlock()
+		}
+	}()
 
 	opts := &server.Options{
 		ServerName:        o.Name,
@@ -112,7 +131,8 @@ func StartServer(o ServerOptions) (*Server, error) {
 		}
 		return nil, fmt.Errorf("store: the embedded NATS server could not start JetStream in %q: %s", o.Dir, why)
 	}
-	return &Server{ns: ns, log: sl}, nil
+	started = true
+	return &Server{ns: ns, log: sl, lock: lock}, nil
 }
 
 // InProcessConn is a client connection to the server in memory (nats.InProcessServer).
@@ -128,6 +148,7 @@ func (s *Server) NATS() *server.Server { return s.ns }
 func (s *Server) Shutdown() {
 	s.ns.Shutdown()
 	s.ns.WaitForShutdown()
+	_ = s.lock.Unlock()
 }
 
 // ClientOptions are the options of a connection the store works best with: it reconnects

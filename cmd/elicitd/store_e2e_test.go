@@ -1,0 +1,296 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os/exec"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Durable questions end to end: elicitd processes on a store (the embedded one on a data
+// directory, or an external NATS cluster started here), 2026-07-28 clients answering by
+// hand over Streamable HTTP.
+
+var ageForm = map[string]any{"title": "Who", "fields": []any{
+	map[string]any{"name": "name", "type": "text", "label": "Name", "required": true, "min_length": 2},
+	map[string]any{"name": "age", "type": "integer", "label": "Age", "required": true, "minimum": 18},
+}}
+
+var ageArgs = map[string]any{"message": "Who are you?", "form": ageForm}
+
+// round sends the answer to round n of a call of ask_user with ageArgs.
+func round(t *testing.T, s *httpServer, state string, n int, content map[string]any) *mcp.CallToolResult {
+	t.Helper()
+	res, err := pullByHand(t, s, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: state,
+		InputResponses: mcp.InputResponseMap{fmt.Sprintf("elicit-%d", n): &mcp.ElicitResult{Action: "accept", Content: content}}})
+	require.NoError(t, err)
+	return res
+}
+
+// askedFields returns the round a result hands out and the fields its form asks.
+func askedFields(t *testing.T, res *mcp.CallToolResult) (string, []string) {
+	t.Helper()
+	require.True(t, res.NeedsInput(), "a round is handed out: %+v", res.StructuredContent)
+	require.Len(t, res.InputRequests, 1)
+	for k, v := range res.InputRequests {
+		p, ok := v.(*mcp.ElicitParams)
+		require.True(t, ok)
+		schema, ok := p.RequestedSchema.(map[string]any)
+		require.True(t, ok, "%T", p.RequestedSchema)
+		var names []string
+		for name := range schema["properties"].(map[string]any) {
+			names = append(names, name)
+		}
+		return k, names
+	}
+	return "", nil
+}
+
+// kill stops s with SIGKILL: nothing of it runs on, nothing is flushed or answered.
+func (s *httpServer) kill(t *testing.T) {
+	t.Helper()
+	require.NoError(t, s.cmd.Process.Signal(syscall.SIGKILL))
+	select {
+	case <-s.exited:
+	case <-time.After(failsafe):
+		t.Fatal("elicitd did not die on SIGKILL")
+	}
+}
+
+// A pull-era question asked, one field answered badly (re-prompt), the process killed with
+// SIGKILL and started again on the same data directory: the client's retry with the latest
+// requestState goes on with the kept answer and the attempts used, and completes.
+func TestAQuestionOutlivesAKilledProcess(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--store", "embedded", "--data-dir", dir}
+	before := startHTTPWith(t, args)
+	first, err := pullByHand(t, before, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	require.NoError(t, err)
+	key, _ := askedFields(t, first)
+	require.Equal(t, "elicit-1", key)
+	second := round(t, before, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+	key, fields := askedFields(t, second)
+	require.Equal(t, "elicit-2", key)
+	require.Equal(t, []string{"age"}, fields, "the re-prompt asks only the field at fault")
+
+	before.kill(t)
+	after := startHTTPWith(t, args)
+
+	third := round(t, after, second.RequestState, 2, map[string]any{"age": 16})
+	key, fields = askedFields(t, third)
+	require.Equal(t, "elicit-3", key, "the question went on where it was: round 3")
+	require.Equal(t, []string{"age"}, fields, "the name answered before the kill is kept")
+	done := round(t, after, third.RequestState, 3, map[string]any{"age": 36})
+	require.False(t, done.NeedsInput())
+	out := structured(t, done)
+	assert.Equal(t, "completed", out["status"], "%v", out)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(36)}, out["data"])
+	assert.EqualValues(t, 3, out["attempts"], "the attempts made before the kill count: %v", out)
+	assert.Contains(t, after.stderr.String(), "took a question over")
+
+	// The state used before the kill is still used after it.
+	again := structured(t, round(t, after, second.RequestState, 2, map[string]any{"age": 40}))
+	assert.Equal(t, "used", again["reason"], "%v", again)
+}
+
+// The key comes from the store: a second start on the same data directory, with no
+// ELICITD_STATE_KEY, honours the states the first signed (the test above relies on it);
+// a node given a key other than the one the store was started with refuses to start.
+func TestAStoreKeepsOneStateKey(t *testing.T) {
+	dir := t.TempDir()
+	s := startHTTPWith(t, []string{"--store", "embedded", "--data-dir", dir}, "ELICITD_STATE_KEY="+strings.Repeat("a", 32))
+	require.NoError(t, s.stop(t))
+	out, err := runElicitd(t, []string{"--http", "127.0.0.1:0", "--store", "embedded", "--data-dir", dir}, "ELICITD_STATE_KEY="+strings.Repeat("b", 32))
+	require.Error(t, err)
+	assert.Equal(t, 2, exitCode(err))
+	assert.Contains(t, out, "ELICITD_STATE_KEY differs")
+	assert.Equal(t, 1, strings.Count(strings.TrimSpace(out), "\n")+1, "one line: %q", out)
+}
+
+// Bad store settings stop start-up with status 2 and one line naming the setting.
+func TestBadStoreSettingsExitTwo(t *testing.T) {
+	held := t.TempDir()
+	startHTTPWith(t, []string{"--store", "embedded", "--data-dir", held})
+	for _, c := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--store", "nats://127.0.0.1:1"}, "--store nats://127.0.0.1:1: store: unavailable: cannot reach NATS"},
+		{[]string{"--store", "postgres"}, "--store must be memory, embedded or nats://"},
+		{[]string{"--store", "embedded", "--data-dir", "/proc/elicitd"}, "--store embedded (--data-dir /proc/elicitd)"},
+		{[]string{"--store", "embedded", "--data-dir", held}, "in use by another running elicitd"},
+		{[]string{"--store", "memory", "--nats-creds", "x.creds"}, "--nats-creds"},
+	} {
+		out, err := runElicitd(t, append([]string{"--http", "127.0.0.1:0"}, c.args...))
+		require.Error(t, err, "%v", c.args)
+		assert.Equal(t, 2, exitCode(err), "%v: %s", c.args, out)
+		assert.Contains(t, out, c.want, "%v", c.args)
+		assert.Equal(t, 1, strings.Count(strings.TrimSpace(out), "\n")+1, "%v: one line: %q", c.args, out)
+	}
+	// A NATS server without JetStream.
+	ns := natsServer(t, &natsserver.Options{Host: "127.0.0.1", Port: -1, NoSigs: true})
+	out, err := runElicitd(t, []string{"--http", "127.0.0.1:0", "--store", ns.ClientURL()})
+	assert.Equal(t, 2, exitCode(err), out)
+	assert.Contains(t, out, "has no JetStream")
+}
+
+func exitCode(err error) int {
+	var ee *exec.ExitError
+	if errors.As(err, &ee) {
+		return ee.ExitCode()
+	}
+	return -1
+}
+
+// runElicitd runs elicitd to its end and returns its stderr and error.
+func runElicitd(t *testing.T, args []string, env ...string) (string, error) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(cmd.Environ(), env...)
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	err := cmd.Run()
+	return stderr.String(), err
+}
+
+func natsServer(t testing.TB, o *natsserver.Options) *natsserver.Server {
+	t.Helper()
+	s, err := natsserver.NewServer(o)
+	require.NoError(t, err)
+	s.Start()
+	require.True(t, s.ReadyForConnections(10*time.Second))
+	t.Cleanup(func() {
+		s.Shutdown()
+		s.WaitForShutdown()
+	})
+	return s
+}
+
+// natsCluster starts n NATS servers with JetStream, routed to each other on loopback,
+// and returns their client URLs once JetStream has a leader.
+func natsCluster(t testing.TB, n int) []string {
+	t.Helper()
+	ports := make([]int, n)
+	var ls []net.Listener
+	for i := range ports {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		ls = append(ls, l)
+		ports[i] = l.Addr().(*net.TCPAddr).Port
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	var routes []string
+	for _, p := range ports {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+	}
+	var servers []*natsserver.Server
+	var urls []string
+	for i := range n {
+		s := natsServer(t, &natsserver.Options{ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: -1, NoSigs: true,
+			JetStream: true, StoreDir: t.TempDir(), JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 4 << 30,
+			Cluster: natsserver.ClusterOpts{Name: "elicitd-e2e", Host: "127.0.0.1", Port: ports[i]},
+			Routes:  natsserver.RoutesFromStr(strings.Join(routes, ","))})
+		servers = append(servers, s)
+		urls = append(urls, s.ClientURL())
+	}
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if s.JetStreamIsLeader() {
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 50*time.Millisecond, "a JetStream meta leader")
+	return urls
+}
+
+// Three elicitd nodes on one 3-node NATS cluster (R3), no load balancer: the test sends each
+// request to the node it names.
+func TestThreeNodesServeOneQuestion(t *testing.T) {
+	urls := natsCluster(t, 3)
+	args := []string{"--store", strings.Join(urls, ","), "--store-replicas", "3", "--max-live", "10000"}
+	var nodes []*httpServer
+	for range 3 {
+		nodes = append(nodes, startHTTPWith(t, args))
+	}
+	a, b, c := nodes[0], nodes[1], nodes[2]
+
+	t.Run("round by round on A, B and C", func(t *testing.T) {
+		first, err := pullByHand(t, a, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+		require.NoError(t, err)
+		second := round(t, b, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+		_, fields := askedFields(t, second)
+		require.Equal(t, []string{"age"}, fields, "the re-prompt keeps the valid name")
+		done := structured(t, round(t, c, second.RequestState, 2, map[string]any{"age": 36}))
+		assert.Equal(t, "completed", done["status"], "%v", done)
+		assert.Equal(t, map[string]any{"name": "Ada", "age": float64(36)}, done["data"])
+		for _, n := range nodes {
+			again := structured(t, round(t, n, second.RequestState, 2, map[string]any{"age": 36}))
+			assert.Equal(t, done, again, "the identical resend gets the outcome again, on any node")
+		}
+	})
+
+	t.Run("500 retries of one state", func(t *testing.T) {
+		first, err := pullByHand(t, a, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+		require.NoError(t, err)
+		sessions := []*mcp.ClientSession{pullByHand(t, a, nil, nil), pullByHand(t, b, nil, nil), pullByHand(t, c, nil, nil)}
+		const n = 500
+		var completed, used atomic.Int32
+		var winner atomic.Int32
+		var wg sync.WaitGroup
+		for i := range n {
+			wg.Go(func() {
+				res, err := sessions[i%3].CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: first.RequestState,
+					InputResponses: mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 20 + i}}}})
+				if !assert.NoError(t, err) {
+					return
+				}
+				out := structured(t, res)
+				switch {
+				case out["status"] == "completed":
+					completed.Add(1)
+					winner.Store(int32(i))
+				case out["reason"] == "used":
+					used.Add(1)
+				default:
+					t.Errorf("retry %d on node %d: %v", i, i%3, out)
+				}
+			})
+		}
+		wg.Wait()
+		require.EqualValues(t, 1, completed.Load(), "exactly one completes")
+		assert.EqualValues(t, n-1, used.Load(), "every other one is told the state is used")
+		w := int(winner.Load())
+		for _, node := range nodes {
+			out := structured(t, round(t, node, first.RequestState, 1, map[string]any{"name": "Ada", "age": 20 + w}))
+			assert.Equal(t, map[string]any{"name": "Ada", "age": float64(20 + w)}, out["data"], "the winner's resend gets its outcome again")
+		}
+	})
+
+	t.Run("a node killed mid-question", func(t *testing.T) {
+		first, err := pullByHand(t, c, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+		require.NoError(t, err)
+		second := round(t, c, first.RequestState, 1, map[string]any{"name": "Ada", "age": 3})
+		c.kill(t)
+		done := structured(t, round(t, a, second.RequestState, 2, map[string]any{"age": 30}))
+		assert.Equal(t, "completed", done["status"], "%v", done)
+		assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"])
+		assert.EqualValues(t, 2, done["attempts"])
+	})
+}
