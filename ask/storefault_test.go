@@ -1,0 +1,129 @@
+package ask_test
+
+import (
+	"context"
+	"fmt"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicittest"
+	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/store/memory"
+)
+
+// flaky is a store that can be made unreachable, as a NATS store is while its server is
+// down.
+type flaky struct {
+	store.Store
+	down atomic.Bool
+}
+
+func (f *flaky) unavailable() error { return fmt.Errorf("%w: the test cut the store off", store.ErrUnavailable) }
+
+func (f *flaky) Create(ctx context.Context, r store.Record) (uint64, error) {
+	if f.down.Load() {
+		return 0, f.unavailable()
+	}
+	return f.Store.Create(ctx, r)
+}
+
+func (f *flaky) Update(ctx context.Context, r store.Record) (uint64, error) {
+	if f.down.Load() {
+		return 0, f.unavailable()
+	}
+	return f.Store.Update(ctx, r)
+}
+
+func (f *flaky) Get(ctx context.Context, owner, id string) (store.Record, error) {
+	if f.down.Load() {
+		return store.Record{}, f.unavailable()
+	}
+	return f.Store.Get(ctx, owner, id)
+}
+
+func (f *flaky) List(ctx context.Context, owner string) ([]store.Record, error) {
+	if f.down.Load() {
+		return nil, f.unavailable()
+	}
+	return f.Store.List(ctx, owner)
+}
+
+func payload(t *testing.T, n *clusterNode, state string, round int, content map[string]any) map[string]any {
+	t.Helper()
+	p, err := elicittest.Payload(n.call(t, state, round, content))
+	require.NoError(t, err)
+	return p
+}
+
+// With the store unreachable, a new question is refused with STORE_UNAVAILABLE; a retry's
+// response that cannot be recorded is not taken (the same request, sent again once the
+// store is back, goes on); nothing answered is lost.
+func TestStoreFaults(t *testing.T) {
+	t.Run("new questions are refused", func(t *testing.T) {
+		f := &flaky{Store: memory.New(memory.Options{})}
+		a := newCluster(t, 1, f, nil)[0]
+		f.down.Store(true)
+		p := payload(t, a, "", 0, nil)
+		assert.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
+		f.down.Store(false)
+		res := a.call(t, "", 0, nil)
+		r, _ := asked(t, res)
+		assert.Equal(t, 1, r, "service resumes when the store is back")
+	})
+
+	t.Run("a claim that cannot be recorded is not taken", func(t *testing.T) {
+		f := &flaky{Store: memory.New(memory.Options{})}
+		a := newCluster(t, 1, f, nil)[0]
+		first := a.call(t, "", 0, nil)
+		second := a.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+		f.down.Store(true)
+		p := payload(t, a, second.RequestState, 2, map[string]any{"age": 30})
+		assert.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
+		f.down.Store(false)
+		done := payload(t, a, second.RequestState, 2, map[string]any{"age": 30})
+		assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done, "the same request, sent again, goes on with the name kept")
+	})
+
+	t.Run("a round whose next prompt cannot be recorded is handed out on the resend", func(t *testing.T) {
+		for _, landed := range []bool{false, true} {
+			t.Run(fmt.Sprintf("write landed %v", landed), func(t *testing.T) {
+				// The claim (the first update) lands; writing the re-prompt (the second)
+				// does not, or lands with its answer lost, an unknown outcome.
+				f := &failNth{Store: memory.New(memory.Options{}), n: 2, land: landed}
+				a := newCluster(t, 1, f, nil)[0]
+				first := a.call(t, "", 0, nil)
+				bad := map[string]any{"name": "Ada", "age": 12}
+				p := payload(t, a, first.RequestState, 1, bad)
+				assert.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
+				again := a.call(t, first.RequestState, 1, bad)
+				r, params := asked(t, again)
+				assert.Equal(t, 2, r, "the resend gets the re-prompt the first one could not record")
+				assert.Equal(t, []string{"age"}, properties(t, params))
+				done := payload(t, a, again.RequestState, 2, map[string]any{"age": 30})
+				assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done)
+			})
+		}
+	})
+}
+
+// failNth fails its nth update (1 for the next), applying it first if land.
+type failNth struct {
+	store.Store
+	n    int
+	seen atomic.Int32
+	land bool
+}
+
+func (f *failNth) Update(ctx context.Context, r store.Record) (uint64, error) {
+	if int(f.seen.Add(1)) == f.n {
+		if f.land {
+			_, _ = f.Store.Update(ctx, r)
+		}
+		return 0, fmt.Errorf("%w: the test lost this write", store.ErrUnavailable)
+	}
+	return f.Store.Update(ctx, r)
+}
