@@ -183,6 +183,12 @@ func natsServer(t testing.TB, o *natsserver.Options) *natsserver.Server {
 // natsCluster starts n NATS servers with JetStream, routed to each other on loopback,
 // and returns their client URLs once JetStream has a leader.
 func natsCluster(t testing.TB, n int) []string {
+	urls, _ := natsClusterServers(t, n)
+	return urls
+}
+
+// natsClusterServers is natsCluster, with the servers.
+func natsClusterServers(t testing.TB, n int) ([]string, []*natsserver.Server) {
 	t.Helper()
 	ports := make([]int, n)
 	var ls []net.Listener
@@ -217,7 +223,7 @@ func natsCluster(t testing.TB, n int) []string {
 		}
 		return false
 	}, 30*time.Second, 50*time.Millisecond, "a JetStream meta leader")
-	return urls
+	return urls, servers
 }
 
 // Three elicitd nodes on one 3-node NATS cluster (R3), no load balancer: the test sends each
@@ -293,4 +299,52 @@ func TestThreeNodesServeOneQuestion(t *testing.T) {
 		assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"])
 		assert.EqualValues(t, 2, done["attempts"])
 	})
+}
+
+// recordsLeader returns the server that leads the records' stream (KV_elicitd).
+func recordsLeader(t *testing.T, servers []*natsserver.Server) *natsserver.Server {
+	t.Helper()
+	var leader *natsserver.Server
+	require.Eventually(t, func() bool {
+		for _, s := range servers {
+			if s.Running() && s.JetStreamIsStreamLeader(natsserver.DEFAULT_GLOBAL_ACCOUNT, "KV_elicitd") {
+				leader = s
+				return true
+			}
+		}
+		return false
+	}, 30*time.Second, 20*time.Millisecond, "the records' stream has a leader")
+	return leader
+}
+
+// Killing the leader of the records' stream, with R3, loses no answered round: the
+// question goes on once another server leads, with the answer kept. A request that meets
+// the election gets STORE_UNAVAILABLE, and the same request sent again goes on.
+func TestLosingTheStoreLeaderLosesNoAnswer(t *testing.T) {
+	urls, servers := natsClusterServers(t, 3)
+	node := startHTTPWith(t, []string{"--store", strings.Join(urls, ","), "--store-replicas", "3"})
+	first, err := pullByHand(t, node, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	require.NoError(t, err)
+	second := round(t, node, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+	_, fields := askedFields(t, second)
+	require.Equal(t, []string{"age"}, fields)
+
+	leader := recordsLeader(t, servers)
+	leader.Shutdown()
+	leader.WaitForShutdown()
+
+	var done map[string]any
+	unavailable := 0
+	require.Eventually(t, func() bool {
+		out := structured(t, round(t, node, second.RequestState, 2, map[string]any{"age": 30}))
+		if out["code"] == "STORE_UNAVAILABLE" {
+			unavailable++
+			return false
+		}
+		done = out
+		return true
+	}, 60*time.Second, 100*time.Millisecond, "the question goes on once a new leader is elected")
+	assert.Equal(t, "completed", done["status"], "%v", done)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"], "the name answered before the leader died is kept")
+	t.Logf("%d requests met the election (STORE_UNAVAILABLE) before one went on", unavailable)
 }
