@@ -1,6 +1,10 @@
 package ask
 
-import "sync"
+import (
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
 
 // callStore is the one place the Elicitor keeps its pull-era calls by id: the live ones a
 // retry resumes, and, for a while, how ended ones ended, so that a late retry hears why.
@@ -23,7 +27,8 @@ type callStore interface {
 type endedCall struct {
 	how   string
 	round int
-	sum   string
+	sum   string            // resp's digest, "" until needed
+	resp  mcp.InputResponse // nil if unknown
 	sent  result
 }
 

@@ -344,6 +344,15 @@ func promptSum(pr elicitation.Prompt) string {
 	return digest([]byte(pr.Message), pr.Form.WireSchema())
 }
 
+// sameResponse reports whether a is the response whose digest *bsum is (b's, computed into
+// *bsum if it is ""): a retry that brings it again is an identical resend.
+func sameResponse(a, b mcp.InputResponse, bsum *string) bool {
+	if *bsum == "" {
+		*bsum = responseSum(b)
+	}
+	return responseSum(a) == *bsum
+}
+
 // responseSum is the digest of a response to a round.
 func responseSum(resp mcp.InputResponse) string {
 	b, err := json.Marshal(resp)

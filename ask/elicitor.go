@@ -99,6 +99,7 @@ type Elicitor struct {
 	relay     store.Relay
 	node      string // this Elicitor's name among those sharing the store
 	stopRelay func()
+	stopping  atomic.Bool // Close has begun
 	idPrefix  string        // the node's name and '-': call ids never repeat across restarts
 	callSeq   atomic.Uint64 // numbers the pull-era calls
 
@@ -163,6 +164,7 @@ func (el *Elicitor) Registry() *registry.Registry { return el.reg }
 // the calls waiting on them return their results, and waits until those calls and every
 // pull-era handler have returned, or ctx ends.
 func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error {
+	el.stopping.Store(true)
 	if el.stopRelay != nil {
 		el.stopRelay() // retries go to the other nodes from now on
 	}

@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -58,6 +59,10 @@ func (el *Elicitor) forward(ctx context.Context, node, owner string, p *mcp.Call
 	if err != nil {
 		return result{}, err
 	}
+	// The node answers once the round's result is known: at once, unless the retry waits
+	// for the page (Options.PageWait).
+	ctx, cancel := context.WithTimeout(ctx, el.pageWait+30*time.Second)
+	defer cancel()
 	b, err := el.relay.Send(ctx, node, msg)
 	if err != nil {
 		return result{}, err

@@ -48,7 +48,8 @@ type call struct {
 	queue    []event // prompts and the handler's result, in order
 	handed   int     // input requests handed out
 	claimed  int     // the latest handed round whose requestState was used
-	claimSum string  // the digest of the response that claimed it
+	claimSum string  // the digest of the response that claimed it ("" until needed: sameClaim)
+	claimRsp mcp.InputResponse
 	settled  chan struct{}
 	sent     result   // what that round returned, once settled is closed: an identical resend gets it
 	unsaved  *pending // what that round returns, not yet recorded in the store (it was unavailable)
@@ -254,8 +255,10 @@ func (c *call) next(ctx context.Context) result {
 
 // end returns the handler's result r, recorded first with a store, and forgets the call.
 func (c *call) end(ctx context.Context, r result) result {
+	// Its question was ended because this node is stopping (not by an answer, nor by the
+	// handler on its own): the question is not over.
 	c.mu.Lock()
-	stopped := c.killed && c.killedBy == elicitation.Shutdown
+	stopped := c.el.stopping.Load() && strings.HasSuffix(c.how, elicitation.Shutdown.String())
 	c.mu.Unlock()
 	c.wmu.Lock()
 	fenced := c.fenced
@@ -330,14 +333,14 @@ func (c *call) disarm() {
 // claim marks the requestState of round as used by the response whose digest is sum,
 // reporting false if it already was: a state is good for one resume, so two calls sent
 // together with it cannot both go on. prev undoes it (unclaim).
-func (c *call) claim(round int, sum string) (prev int, ok bool) {
+func (c *call) claim(round int, sum string, resp mcp.InputResponse) (prev int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if round <= c.claimed {
 		return 0, false
 	}
 	prev = c.claimed
-	c.claimed, c.claimSum, c.settled, c.sent, c.unsaved = round, sum, make(chan struct{}), result{}, nil
+	c.claimed, c.claimSum, c.claimRsp, c.settled, c.sent, c.unsaved = round, sum, resp, make(chan struct{}), result{}, nil
 	c.disarm()
 	return prev, true
 }
@@ -347,7 +350,7 @@ func (c *call) unclaim(round, prev int) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.claimed == round {
-		c.claimed, c.claimSum = prev, ""
+		c.claimed, c.claimSum, c.claimRsp = prev, "", nil
 	}
 }
 
@@ -418,7 +421,7 @@ func (el *Elicitor) forget(c *call, sent *result) {
 	c.disarm() // a call forgotten already has none armed
 	e := endedCall{how: c.how}
 	if sent != nil {
-		e.round, e.sum, e.sent = c.claimed, c.claimSum, *sent
+		e.round, e.sum, e.resp, e.sent = c.claimed, c.claimSum, c.claimRsp, *sent
 	}
 	handed := c.handed
 	c.mu.Unlock()
@@ -458,7 +461,7 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest, replay
 		}
 		return el.resumeStored(ctx, owner, st, req, replayable, start)
 	}
-	if has && ended.round == st.Round && ended.sum != "" && responseSum(resp) == ended.sum {
+	if has && ended.round == st.Round && ended.resp != nil && sameResponse(resp, ended.resp, &ended.sum) {
 		return ended.sent // an identical resend of the call's last request
 	}
 	if el.store != nil {
@@ -502,20 +505,21 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 	if !sameArgs(c.args, args) {
 		return fail(stateError("foreign", otherCall)), false // not merely re-encoded: other arguments
 	}
+	durable := c.el.store != nil
 	sum := ""
-	if has {
-		sum = responseSum(resp)
+	if has && durable {
+		sum = responseSum(resp) // the record keeps it, for any node to compare
 	}
 	c.mu.Lock()
-	cur, claimed, claimSum, pr := c.handed, c.claimed, c.claimSum, c.asking
+	cur, claimed, pr := c.handed, c.claimed, c.asking
+	resend := has && st.Round == claimed && c.claimRsp != nil && sameResponse(resp, c.claimRsp, &c.claimSum)
 	c.mu.Unlock()
-	durable := c.el.store != nil
 	switch {
 	case durable && (c.isFenced() || st.Round > max(cur, claimed)):
 		// A round past this copy's was handed out by the node that took the call over.
 		c.standDown()
 		return result{}, true
-	case st.Round <= claimed && has && st.Round == claimed && sum == claimSum:
+	case resend:
 		return c.again(ctx, st.Round), false
 	case st.Round <= claimed:
 		return fail(errUsed), false
@@ -524,7 +528,7 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 	case !has:
 		return fail(stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round))), false
 	}
-	prev, ok := c.claim(st.Round, sum)
+	prev, ok := c.claim(st.Round, sum, resp)
 	if !ok {
 		return c.resume(ctx, st, args, resp, has) // another retry claimed it just now
 	}

@@ -113,7 +113,7 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, st requestSt
 	next.Revision = rev
 	c := el.newCall(req, rec.Owner, rec.ID, true)
 	c.rec, c.replay, c.until, c.liveAsk = &next, next.Log, rec.Due, rec.Asks
-	c.claimed, c.claimSum, c.settled = st.Round, sum, make(chan struct{})
+	c.claimed, c.claimSum, c.claimRsp, c.settled = st.Round, sum, resp, make(chan struct{})
 	el.log.Info("took a question over", "id", rec.ID, "from", rec.Node, "epoch", next.Epoch, "rounds", len(next.Log))
 	el.begin(ctx, c, start)
 	r := c.next(ctx)
