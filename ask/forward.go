@@ -26,10 +26,12 @@ type forwarded struct {
 	Owner  string                 `json:"owner"`
 	Params *mcp.CallToolParamsRaw `json:"params,omitempty"`
 	// Op, when set, is a management operation on the owner's question ID instead:
-	// "cancel", or "extend" by Seconds (manage.go).
-	Op      string `json:"op,omitempty"`
-	ID      string `json:"id,omitempty"`
-	Seconds int    `json:"seconds,omitempty"`
+	// "cancel", or "extend" by Seconds (cluster.go); or "page", a request for a link this
+	// node opened (pageforward.go).
+	Op      string       `json:"op,omitempty"`
+	ID      string       `json:"id,omitempty"`
+	Seconds int          `json:"seconds,omitempty"`
+	Page    *pageRequest `json:"page,omitempty"`
 }
 
 // serveRelay has the relay, if any (Options.Relay, or the store's own), bring this node
@@ -50,6 +52,7 @@ func (el *Elicitor) serveRelay(s store.Store) {
 		return
 	}
 	el.stopRelay = stop
+	el.routePages()
 }
 
 // forward sends a retry to node and returns its result; store.ErrNoNode or errNotHeld when
@@ -90,6 +93,9 @@ func (el *Elicitor) serveForwarded(ctx context.Context, msg []byte) []byte {
 	var f forwarded
 	if err := json.Unmarshal(msg, &f); err != nil || (f.Params == nil && f.Op == "") {
 		return reply(fail(Errorf(CodeFailed, "bad_forward", "a forwarded request does not decode")))
+	}
+	if f.Op == "page" && f.Page != nil {
+		return el.servePage(ctx, f.Page)
 	}
 	if f.Op != "" {
 		return el.serveOp(f)

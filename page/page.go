@@ -63,6 +63,21 @@ type Server struct {
 	mu    sync.Mutex
 	base  *url.URL
 	links map[string]*Link // by token
+
+	// Set by Route: tokens start with prefix and '-', and a token of another prefix is
+	// elsewhere's to serve.
+	prefix    string
+	elsewhere func(prefix string) http.Handler
+}
+
+// Route has the Server's links carry prefix (a node's name: letters and digits), and
+// serves a page whose token carries another prefix with elsewhere(prefix), when it returns
+// a handler: the node that opened the link, reached through another (nodes behind one
+// address). Call it before the first Open.
+func (s *Server) Route(prefix string, elsewhere func(prefix string) http.Handler) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.prefix, s.elsewhere = prefix, elsewhere
 }
 
 // New returns a Server.
@@ -125,10 +140,13 @@ func (s *Server) Open(q Question) (*Link, error) {
 	}
 	l := &Link{s: s, token: rand.Text() + rand.Text(), ID: rand.Text(), q: q, fields: q.Form.AskedFields(), csrf: rand.Text(),
 		submitted: make(chan struct{})}
-	l.URL = base.JoinPath(Path, l.token).String()
 	s.mu.Lock()
+	if s.prefix != "" {
+		l.token = s.prefix + "-" + l.token
+	}
 	s.links[l.token] = l
 	s.mu.Unlock()
+	l.URL = base.JoinPath(Path, l.token).String()
 	return l, nil
 }
 
@@ -201,7 +219,14 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	token, ok := strings.CutPrefix(r.URL.Path, Path)
 	s.mu.Lock()
 	l := s.links[token]
+	prefix, elsewhere := s.prefix, s.elsewhere
 	s.mu.Unlock()
+	if other, _, cut := strings.Cut(token, "-"); ok && l == nil && cut && elsewhere != nil && other != prefix && !strings.Contains(token, "/") {
+		if h := elsewhere(other); h != nil {
+			h.ServeHTTP(w, r)
+			return
+		}
+	}
 	if !ok || l == nil || strings.Contains(token, "/") {
 		s.refuse(w, http.StatusNotFound, "", "unknown", "This link is not valid, or its question has ended. Go back to your assistant and ask again.")
 		return

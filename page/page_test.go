@@ -297,3 +297,38 @@ func TestAnotherHostIsRefused(t *testing.T) {
 	assert.Equal(t, http.StatusForbidden, res.StatusCode)
 	assert.NotContains(t, res.Header.Get("Set-Cookie"), "elicitd_bind", "nothing bound")
 }
+
+// With Route, a link's token names its node, and a token of another node is served by the
+// handler elsewhere gives for that node (none: the link is unknown here).
+func TestRouteServesOtherNodesLinksElsewhere(t *testing.T) {
+	var asked []string
+	var base string
+	ps := page.New(page.Options{Base: func() (string, error) { return base, nil }})
+	ps.Route("NODEA", func(node string) http.Handler {
+		asked = append(asked, node)
+		if node != "NODEB" {
+			return nil
+		}
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { w.WriteHeader(http.StatusTeapot) })
+	})
+	srv := httptest.NewServer(ps)
+	t.Cleanup(srv.Close)
+	base = srv.URL
+	ps2 := page.New(page.Options{Base: func() (string, error) { return base, nil }})
+	ps2.Route("NODEA", nil)
+	form, err := validator.Compile(validator.Form{Fields: []validator.Field{{Name: "pin", Type: validator.Text, Sensitive: true}}})
+	require.NoError(t, err)
+	l, err := ps2.Open(page.Question{Form: form, Submit: func(*page.Link, map[string]any) error { return nil }})
+	require.NoError(t, err)
+	t.Cleanup(l.Close)
+	assert.Contains(t, l.URL, page.Path+"NODEA-", "the token names the node")
+
+	b := browser(t)
+	status, _ := get(t, b, srv.URL+page.Path+"NODEB-SOMETOKEN")
+	assert.Equal(t, http.StatusTeapot, status, "another node's link, served elsewhere")
+	status, _ = get(t, b, srv.URL+page.Path+"NODEC-SOMETOKEN")
+	assert.Equal(t, http.StatusNotFound, status, "a node elsewhere does not serve")
+	status, _ = get(t, b, srv.URL+page.Path+"NODEA-SOMETOKEN")
+	assert.Equal(t, http.StatusNotFound, status, "this node's own unknown link is never sent elsewhere")
+	assert.Equal(t, []string{"NODEB", "NODEC"}, asked)
+}

@@ -2,9 +2,11 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net"
+	"net/http"
 	"os/exec"
 	"strings"
 	"sync"
@@ -347,4 +349,71 @@ func TestLosingTheStoreLeaderLosesNoAnswer(t *testing.T) {
 	assert.Equal(t, "completed", done["status"], "%v", done)
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"], "the name answered before the leader died is kept")
 	t.Logf("%d requests met the election (STORE_UNAVAILABLE) before one went on", unavailable)
+}
+
+// Two nodes behind one page address (one --page-url, as behind a load balancer): a link
+// node A opened is opened and sent through node B. The binding cookie and the CSRF token
+// hold across the nodes (a browser without the cookie is refused through either), and the
+// question waiting on A completes with the secret.
+func TestAPageOpenedThroughAnotherNode(t *testing.T) {
+	ns := natsServer(t, &natsserver.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, JetStream: true, StoreDir: t.TempDir()})
+	args := []string{"--store", ns.ClientURL(), "--page-url", "http://localhost:9", "--page-wait", "10s"}
+	a, b := startHTTPWith(t, args), startHTTPWith(t, args)
+
+	pinArgs := map[string]any{"message": "Your PIN.", "form": map[string]any{"fields": []any{
+		map[string]any{"name": "pin", "type": "text", "sensitive": true, "required": true, "min_length": 6}}}}
+	cs := pullByHand(t, a, urlCaps(true), nil)
+	first, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: pinArgs})
+	require.NoError(t, err)
+	require.True(t, first.NeedsInput())
+	p, ok := first.InputRequests["elicit-1"].(*mcp.ElicitParams)
+	require.True(t, ok)
+	require.Equal(t, "url", p.Mode)
+	link := p.URL
+	require.True(t, strings.HasPrefix(link, "http://localhost:9/elicit/"), link)
+
+	// Browsers reach the nodes through "localhost:9": this one is routed to B.
+	through := func(s *httpServer) *browser {
+		br := newBrowser(t)
+		addr := strings.TrimSuffix(strings.TrimPrefix(s.url, "http://"), "/mcp")
+		br.Client.Transport = &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+			return (&net.Dialer{}).DialContext(ctx, network, addr)
+		}}
+		return br
+	}
+	person := through(b)
+	status, page := person.open(link)
+	require.Equal(t, http.StatusOK, status, page)
+	assert.Contains(t, page, "Your PIN.")
+
+	stranger := through(a)
+	status, _ = stranger.open(link)
+	assert.Equal(t, http.StatusForbidden, status, "the link is bound to the browser that opened it first, whichever node it reaches")
+
+	status, page = person.send(link, page, map[string]string{"pin": "123"}, nil)
+	assert.Equal(t, http.StatusUnprocessableEntity, status, "checked on A, shown through B")
+	assert.Contains(t, page, "at least 6 characters")
+
+	// The client accepts the link and waits; the person sends the page through B.
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() {
+		res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: pinArgs, RequestState: first.RequestState,
+			InputResponses: mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept"}}})
+		assert.NoError(t, err)
+		done <- res
+	}()
+	status, _ = person.send(link, page, map[string]string{"pin": "123456"}, nil)
+	require.Equal(t, http.StatusOK, status)
+	res := <-done
+	require.NotNil(t, res)
+	var out map[string]any
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &out))
+	assert.Equal(t, "completed", out["status"], "%v", out)
+	assert.Equal(t, map[string]any{"pin": "123456"}, out["data"], "the secret, in the structured content")
+
+	a.kill(t)
+	status, page = through(b).open(link)
+	assert.Equal(t, http.StatusNotFound, status, "the node that opened the link is gone: %s", page)
 }
