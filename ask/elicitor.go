@@ -99,7 +99,7 @@ type Elicitor struct {
 	relay     store.Relay
 	node      string // this Elicitor's name among those sharing the store
 	stopRelay func()
-	stopping  atomic.Bool // Close has begun
+	stopping  atomic.Bool   // Close has begun
 	idPrefix  string        // the node's name and '-': call ids never repeat across restarts
 	callSeq   atomic.Uint64 // numbers the pull-era calls
 

@@ -22,7 +22,9 @@ type flaky struct {
 	down atomic.Bool
 }
 
-func (f *flaky) unavailable() error { return fmt.Errorf("%w: the test cut the store off", store.ErrUnavailable) }
+func (f *flaky) unavailable() error {
+	return fmt.Errorf("%w: the test cut the store off", store.ErrUnavailable)
+}
 
 func (f *flaky) Create(ctx context.Context, r store.Record) (uint64, error) {
 	if f.down.Load() {
