@@ -208,17 +208,28 @@ func (el *Elicitor) retention() time.Duration {
 	return el.timeout
 }
 
-// recordEnd records the handler's result r: the call has ended.
+// recordEnd records the handler's result r: the call has ended. A result too large for a
+// record (a file's bytes, say) is not kept: the call is recorded as ended, and a resend is
+// told to call again.
 func (c *call) recordEnd(ctx context.Context, r result) error {
 	out, err := encodeResult(r)
 	if err != nil {
 		return err
 	}
 	until := c.el.clk.Now().Add(c.el.retention())
-	return c.write(ctx, func(rec *store.Record) error {
-		rec.State, rec.Outcome, rec.Deadline = "ended", out, until
-		return nil
-	})
+	end := func(out json.RawMessage) error {
+		return c.write(ctx, func(rec *store.Record) error {
+			rec.State, rec.Outcome, rec.Deadline = "ended", out, until
+			return nil
+		})
+	}
+	err = end(out)
+	if errors.Is(err, store.ErrTooLarge) {
+		out, _ = encodeResult(fail(Errorf(CodeFailed, "result_not_kept",
+			"the question completed, but its result was too large to keep for a resend; call the tool again without requestState")))
+		err = end(out)
+	}
+	return err
 }
 
 // unrecorded is the result of a round whose outcome r could not be recorded (err): r is

@@ -2,18 +2,19 @@ package ask
 
 // Pages across nodes. Nodes behind one address (one --page-url) each serve elicitd's page
 // for the links they opened; a link's token starts with the name of its node, and a page
-// request that reaches another node is carried to that node over the relay, as one
-// message each way, and answered there: the binding cookie, the CSRF token and the
-// answers stay the opening node's, and the question waiting on it completes there. A
-// request body larger than maxRelayedPageBody is refused (413) through another node; the
-// node that opened the link takes any size its settings allow.
+// request that reaches another node is carried to that node over the relay, one message
+// each way, and answered there: the binding cookie, the CSRF token and the answers stay
+// the opening node's, and the question waiting on it completes there. A small body travels
+// in the message; a larger one (uploads) is streamed into the store's files, read from
+// there by the opening node, and deleted once answered: files live in the store for the
+// request's life only, and no node holds a whole upload in memory to pass it on.
 
 import (
 	"bytes"
 	"context"
+	"crypto/rand"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"time"
@@ -21,9 +22,9 @@ import (
 	"github.com/elicitd/elicitd/store"
 )
 
-// maxRelayedPageBody bounds a page request's body carried to another node: a relay
-// message holds it base64-encoded, and NATS's default message limit is 1 MiB.
-const maxRelayedPageBody = 640 << 10
+// inlinePageBody bounds a page request's body carried in the relay message itself (base64,
+// under NATS's default 1 MiB message limit); a larger one goes through the store's files.
+const inlinePageBody = 64 << 10
 
 // pageRequest is a page request as the relay carries it.
 type pageRequest struct {
@@ -32,6 +33,10 @@ type pageRequest struct {
 	Host   string      `json:"host"`
 	Header http.Header `json:"header"`
 	Body   []byte      `json:"body,omitempty"`
+	// BodyFile names the store file the body is in instead (its question id; the file is
+	// "body"), of BodyLen bytes.
+	BodyFile string `json:"bodyFile,omitempty"`
+	BodyLen  int64  `json:"bodyLen,omitempty"`
 }
 
 // pageResponse is the answer to one.
@@ -57,17 +62,32 @@ func (el *Elicitor) routePages() {
 
 // relayPage serves r, a request for a link node opened, through node.
 func (el *Elicitor) relayPage(w http.ResponseWriter, r *http.Request, node string) {
-	body, err := io.ReadAll(io.LimitReader(r.Body, maxRelayedPageBody+1))
+	preq := &pageRequest{Method: r.Method, URI: r.URL.RequestURI(), Host: r.Host, Header: r.Header}
+	body, err := io.ReadAll(io.LimitReader(r.Body, inlinePageBody+1))
 	if err != nil {
 		http.Error(w, "The page could not be read.", http.StatusBadRequest)
 		return
 	}
-	if len(body) > maxRelayedPageBody {
-		w.Header().Set("Connection", "close")
-		http.Error(w, fmt.Sprintf("What this page sends is larger than %d KiB, the most it may send through this server; send less (smaller files), or open the link again later.", maxRelayedPageBody>>10), http.StatusRequestEntityTooLarge)
-		return
+	if len(body) <= inlinePageBody {
+		preq.Body = body
+	} else {
+		// Larger: streamed into the store, for the opening node to read.
+		preq.BodyFile = "page-" + rand.Text()
+		n := &counted{r: io.MultiReader(bytes.NewReader(body), r.Body)}
+		err := el.store.PutFile(r.Context(), preq.BodyFile, "body", n)
+		defer el.store.DeleteFiles(context.WithoutCancel(r.Context()), preq.BodyFile)
+		switch {
+		case errors.Is(err, store.ErrTooLarge), errors.Is(err, store.ErrFull):
+			w.Header().Set("Connection", "close")
+			http.Error(w, "What this page sends is larger than this server can pass on; send smaller files.", http.StatusRequestEntityTooLarge)
+			return
+		case err != nil:
+			http.Error(w, "The page could not be passed on just now; try again in a moment.", http.StatusBadGateway)
+			return
+		}
+		preq.BodyLen = n.n
 	}
-	msg, err := json.Marshal(forwarded{Op: "page", Page: &pageRequest{Method: r.Method, URI: r.URL.RequestURI(), Host: r.Host, Header: r.Header, Body: body}})
+	msg, err := json.Marshal(forwarded{Op: "page", Page: preq})
 	if err != nil {
 		http.Error(w, "The page could not be sent on.", http.StatusInternalServerError)
 		return
@@ -95,9 +115,22 @@ func (el *Elicitor) relayPage(w http.ResponseWriter, r *http.Request, node strin
 // servePage answers a page request another node carried here.
 func (el *Elicitor) servePage(ctx context.Context, p *pageRequest) []byte {
 	resp := &pageResponse{Status: http.StatusNotFound, Header: http.Header{}}
-	req, err := http.NewRequestWithContext(ctx, p.Method, p.URI, bytes.NewReader(p.Body))
+	var body io.Reader = bytes.NewReader(p.Body)
+	length := int64(len(p.Body))
+	if p.BodyFile != "" && el.store != nil {
+		rc, err := el.store.GetFile(ctx, p.BodyFile, "body")
+		if err != nil {
+			resp.Status = http.StatusBadGateway
+			b, _ := json.Marshal(resp)
+			return b
+		}
+		defer el.store.DeleteFiles(context.WithoutCancel(ctx), p.BodyFile)
+		defer rc.Close()
+		body, length = rc, p.BodyLen
+	}
+	req, err := http.NewRequestWithContext(ctx, p.Method, p.URI, body)
 	if err == nil && el.pages != nil {
-		req.Host, req.Header, req.ContentLength = p.Host, p.Header, int64(len(p.Body))
+		req.Host, req.Header, req.ContentLength = p.Host, p.Header, length
 		if req.Header == nil {
 			req.Header = http.Header{}
 		}
@@ -130,5 +163,17 @@ func (p *pageRecorder) Write(b []byte) (int, error) {
 	p.WriteHeader(http.StatusOK)
 	n, err := p.body.Write(b)
 	p.resp.Body = p.body.Bytes()
+	return n, err
+}
+
+// counted counts what is read through it.
+type counted struct {
+	r io.Reader
+	n int64
+}
+
+func (c *counted) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
 	return n, err
 }

@@ -3,6 +3,7 @@ package ask_test
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync/atomic"
 	"testing"
 
@@ -128,4 +129,21 @@ func (f *failNth) Update(ctx context.Context, r store.Record) (uint64, error) {
 		return 0, fmt.Errorf("%w: the test lost this write", store.ErrUnavailable)
 	}
 	return f.Store.Update(ctx, r)
+}
+
+// A result too large for a record still reaches the client; the call is recorded as ended,
+// and an identical resend through another node is told its result was not kept (the node
+// that answered it still has it).
+func TestAResultTooLargeToKeep(t *testing.T) {
+	s := memory.New(memory.Options{Limits: store.Limits{MaxRecordBytes: 8 << 10}})
+	nodes := newCluster(t, 2, s, nil)
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	name := strings.Repeat("a", 3000) // the answer fits in a record; the record with the result too does not
+	answer := map[string]any{"name": name, "age": 30}
+	p := payload(t, a, first.RequestState, 1, answer)
+	assert.Equal(t, name, p["name"], "the client gets its result: %v", p["code"])
+	assert.Equal(t, name, payload(t, a, first.RequestState, 1, answer)["name"], "the node that answered it keeps it")
+	again := payload(t, b, first.RequestState, 1, answer)
+	assert.Equal(t, "result_not_kept", again["reason"], "%v", again["message"])
 }

@@ -113,7 +113,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	if cfg.logLevel <= slog.LevelDebug {
 		opts.SDKLogger = logger
 	}
-	st, err := openStore(context.Background(), cfg.store, logger)
+	st, err := openStore(context.Background(), cfg.store, cfg.page.maxHeld, logger)
 	if err == nil && st != nil {
 		opts.StateKey, err = sharedStateKey(context.Background(), st, opts.StateKey)
 	}

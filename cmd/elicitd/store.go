@@ -100,20 +100,25 @@ func (s *storeConfig) settle(http bool, getenv func(string) string) error {
 }
 
 // openStore opens the configured store: nil for memory. Its errors name the setting.
-func openStore(ctx context.Context, s storeConfig, log *slog.Logger) (store.Store, error) {
+// maxUpload is the largest page request body a node passes on to another through the
+// store's files (the page's whole upload budget: no node would take more).
+func openStore(ctx context.Context, s storeConfig, maxUpload int64, log *slog.Logger) (store.Store, error) {
+	// A record holds a call's answers so far and its last result: up to what one NATS
+	// message holds by default (1 MiB), less room for its headers.
+	lim := store.Limits{MaxFileBytes: maxUpload, MaxRecordBytes: maxRecordBytes}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	switch s.kind {
 	case "embedded":
 		st, err := natsstore.Embedded(ctx, natsstore.ServerOptions{Dir: filepath.Join(s.dataDir, "jetstream"), Listen: s.listen, Logger: log},
-			natsstore.Options{})
+			natsstore.Options{Limits: lim})
 		if err != nil {
 			return nil, fmt.Errorf("--store embedded (--data-dir %s): %v", s.dataDir, err)
 		}
 		return st, nil
 	case "nats":
 		st, err := natsstore.Connect(ctx, natsstore.ConnectOptions{URLs: s.urls, User: s.user, Password: s.password,
-			CredsFile: s.creds, TLSCA: s.ca, Timeout: 5 * time.Second}, natsstore.Options{Replicas: s.replicas})
+			CredsFile: s.creds, TLSCA: s.ca, Timeout: 5 * time.Second}, natsstore.Options{Replicas: s.replicas, Limits: lim})
 		if err != nil {
 			return nil, fmt.Errorf("--store %s: %v", strings.Join(s.urls, ","), err)
 		}
@@ -121,6 +126,10 @@ func openStore(ctx context.Context, s storeConfig, log *slog.Logger) (store.Stor
 	}
 	return nil, nil
 }
+
+// maxRecordBytes is the largest record elicitd writes: NATS's default message limit (1 MiB)
+// less room for headers.
+const maxRecordBytes = 1<<20 - 8<<10
 
 // stateKeyCheck is what the store keeps to tell whether the nodes sharing it were given the
 // same ELICITD_STATE_KEY: a MAC of a fixed text, never the key.

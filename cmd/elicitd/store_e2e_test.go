@@ -1,7 +1,10 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -17,6 +20,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	natsserver "github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
@@ -413,7 +418,65 @@ func TestAPageOpenedThroughAnotherNode(t *testing.T) {
 	assert.Equal(t, "completed", out["status"], "%v", out)
 	assert.Equal(t, map[string]any{"pin": "123456"}, out["data"], "the secret, in the structured content")
 
+	// A file larger than a relay message: through the store's files, deleted once passed on.
+	fileArgs := map[string]any{"message": "Your scan.", "form": map[string]any{"fields": []any{
+		map[string]any{"name": "scan", "type": "file", "required": true}}}}
+	first, err = cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: fileArgs})
+	require.NoError(t, err)
+	link = first.InputRequests["elicit-1"].(*mcp.ElicitParams).URL
+	go func() {
+		res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: fileArgs, RequestState: first.RequestState,
+			InputResponses: mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept"}}})
+		assert.NoError(t, err)
+		done <- res
+	}()
+	scan := bytes.Repeat([]byte("scan of a signed page\n"), 30_000) // 660 KB
+	uploader := through(b)
+	_, page = uploader.open(link)
+	status, _ = uploader.send(link, page, nil, map[string][]byte{"scan": scan})
+	require.Equal(t, http.StatusOK, status)
+	res = <-done
+	raw, err = json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	out = nil
+	require.NoError(t, json.Unmarshal(raw, &out))
+	require.Equal(t, "completed", out["status"], "%v %+v", out, res)
+	sum := sha256.Sum256(scan)
+	got := out["data"].(map[string]any)["scan"].(map[string]any)
+	assert.Equal(t, float64(len(scan)), got["size"])
+	assert.Equal(t, hex.EncodeToString(sum[:]), got["sha256"], "the file reached A whole")
+	js := jsContext(t, ns.ClientURL())
+	names := storeFileNames(t, js)
+	assert.Empty(t, names, "nothing is left in the store's files once the upload is passed on")
+
 	a.kill(t)
 	status, page = through(b).open(link)
 	assert.Equal(t, http.StatusNotFound, status, "the node that opened the link is gone: %s", page)
+}
+
+func jsContext(t *testing.T, url string) jetstream.JetStream {
+	t.Helper()
+	nc, err := nats.Connect(url)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	return js
+}
+
+// storeFileNames lists the files in elicitd's object store.
+func storeFileNames(t *testing.T, js jetstream.JetStream) []string {
+	t.Helper()
+	obs, err := js.ObjectStore(timeout(t), "elicitd_files")
+	require.NoError(t, err)
+	list, err := obs.List(timeout(t))
+	if errors.Is(err, jetstream.ErrNoObjectsFound) {
+		return nil
+	}
+	require.NoError(t, err)
+	var names []string
+	for _, o := range list {
+		names = append(names, o.Name)
+	}
+	return names
 }
