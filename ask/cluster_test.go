@@ -258,6 +258,9 @@ func TestManagementReachesEveryNode(t *testing.T) {
 			require.Len(t, listed, 1, "B lists the question A asked")
 			q := listed[0].(map[string]any)
 			assert.Equal(t, "contact", q["tool"])
+			stats := readStats(t, b.u)
+			assert.EqualValues(t, 1, stats["your_open_questions"], "B's stats count the caller's question on A")
+			assert.EqualValues(t, 1, stats["your_open_questions_on_other_nodes"])
 			id := q["id"].(string)
 
 			ext := b.manage(t, "extend_elicitation", map[string]any{"id": id, "seconds": 600})

@@ -126,14 +126,20 @@ func (el *Elicitor) extendOne(owner string, in extendInput) (any, error) {
 	return map[string]any{"id": in.ID, "deadline": d.UTC().Format(time.RFC3339)}, nil
 }
 
-func (el *Elicitor) readStats(_ context.Context, _ *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
+func (el *Elicitor) readStats(_ context.Context, req *mcp.ReadResourceRequest) (*mcp.ReadResourceResult, error) {
 	p50, p99, n := el.AnswerPercentiles()
+	// The reader's own open questions, on this node and (with a store) on the others.
+	owner := el.Owner(&mcp.CallToolRequest{Session: req.Session, Extra: req.Extra})
+	mine := len(el.reg.List(owner, elicitation.Pending, elicitation.Active))
+	elsewhere := len(el.remoteRecords(owner))
 	b, err := json.MarshalIndent(struct {
 		registry.Stats
 		AnswerP50 float64 `json:"time_to_answer_p50_seconds"`
 		AnswerP99 float64 `json:"time_to_answer_p99_seconds"`
 		Answers   int     `json:"time_to_answer_samples"`
-	}{el.reg.Stats(), p50.Seconds(), p99.Seconds(), n}, "", "  ")
+		Yours     int     `json:"your_open_questions"`
+		Elsewhere int     `json:"your_open_questions_on_other_nodes"`
+	}{el.reg.Stats(), p50.Seconds(), p99.Seconds(), n, mine + elsewhere, elsewhere}, "", "  ")
 	if err != nil {
 		return nil, err
 	}
