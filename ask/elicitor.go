@@ -100,6 +100,8 @@ type Elicitor struct {
 	node      string // this Elicitor's name among those sharing the store
 	stopRelay func()
 	stopping  atomic.Bool   // Close has begun
+	roster    *roster       // with a store and a relay: this node's open 2025-11-25 questions
+	swept     atomic.Int64  // questions of dead nodes this node ended
 	idPrefix  string        // the node's name and '-': call ids never repeat across restarts
 	callSeq   atomic.Uint64 // numbers the pull-era calls
 
@@ -170,6 +172,9 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 	}
 	if err := el.reg.Close(ctx, reason); err != nil {
 		return err
+	}
+	if el.roster != nil {
+		el.roster.close()
 	}
 	el.calls.each(func(c *call) { c.kill(reason) })
 	select {
@@ -407,6 +412,11 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {
 		return elicitation.Outcome{}, startError(err)
+	}
+	if !c.pull && el.roster != nil {
+		// Its session dies with this node: the roster lets the survivors end it then.
+		el.roster.add(e.ID(), spec.Tool, el.clk.Now())
+		defer el.roster.remove(e.ID())
 	}
 	o := el.wait(ctx, c, e)
 	if c.pull {

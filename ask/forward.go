@@ -53,6 +53,7 @@ func (el *Elicitor) serveRelay(s store.Store) {
 	}
 	el.stopRelay = stop
 	el.routePages()
+	el.startRoster()
 }
 
 // forward sends a retry to node and returns its result; store.ErrNoNode or errNotHeld when
@@ -93,6 +94,9 @@ func (el *Elicitor) serveForwarded(ctx context.Context, msg []byte) []byte {
 	var f forwarded
 	if err := json.Unmarshal(msg, &f); err != nil || (f.Params == nil && f.Op == "") {
 		return reply(fail(Errorf(CodeFailed, "bad_forward", "a forwarded request does not decode")))
+	}
+	if f.Op == "ping" {
+		return []byte(`{}`)
 	}
 	if f.Op == "page" && f.Page != nil {
 		return el.servePage(ctx, f.Page)

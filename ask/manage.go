@@ -139,7 +139,8 @@ func (el *Elicitor) readStats(_ context.Context, req *mcp.ReadResourceRequest) (
 		Answers   int     `json:"time_to_answer_samples"`
 		Yours     int     `json:"your_open_questions"`
 		Elsewhere int     `json:"your_open_questions_on_other_nodes"`
-	}{el.reg.Stats(), p50.Seconds(), p99.Seconds(), n, mine + elsewhere, elsewhere}, "", "  ")
+		Swept     int64   `json:"ended_for_dead_nodes"`
+	}{el.reg.Stats(), p50.Seconds(), p99.Seconds(), n, mine + elsewhere, elsewhere, el.swept.Load()}, "", "  ")
 	if err != nil {
 		return nil, err
 	}

@@ -204,6 +204,10 @@ type Record struct {
 	// Asks is the number of the question being asked among the call's (1 for its first).
 	Asks int `json:"asks,omitempty"`
 
+	// Open lists, in a node's roster record, the 2025-11-25 questions the node has open:
+	// their sessions live in its memory only, and when it dies the survivors end them.
+	Open []OpenQuestion `json:"open,omitempty"`
+
 	// Page is the question's URL-mode page link, if it has one.
 	Page *PageLink `json:"page,omitempty"`
 
@@ -222,6 +226,13 @@ type Round struct {
 	// Attempts is how many attempts the round took.
 	Attempts int       `json:"attempts,omitempty"`
 	At       time.Time `json:"at"`
+}
+
+// OpenQuestion is one entry of a node's roster (Record.Open).
+type OpenQuestion struct {
+	ID      string    `json:"id"`
+	Tool    string    `json:"tool,omitempty"`
+	Created time.Time `json:"created"`
 }
 
 // PageLink is a question's URL-mode page, enough for any node to serve it.

@@ -24,6 +24,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/store"
 )
 
 // Durable questions end to end: elicitd processes on a store (the embedded one on a data
@@ -296,6 +298,30 @@ func TestThreeNodesServeOneQuestion(t *testing.T) {
 		}
 	})
 
+	t.Run("a node killed with a 2025-11-25 question open", func(t *testing.T) {
+		asked := make(chan struct{}, 1)
+		gone := make(chan struct{})
+		defer close(gone)
+		cs, err := connectHTTP(t, b, "2025-11-25", "", neverAnswers(asked, gone))
+		require.NoError(t, err)
+		calling := make(chan error, 1)
+		go func() {
+			_, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+			calling <- err
+		}()
+		<-asked
+		// Its session dies with B: a survivor finds the question in B's roster and ends it.
+		kv := rosters(t, urls[0])
+		require.Eventually(t, func() bool { return openInRosters(t, kv) == 1 }, 10*time.Second, 10*time.Millisecond, "B's roster lists the question")
+		b.kill(t)
+		assert.Error(t, <-calling, "the client's connection dropped with B")
+		require.Eventually(t, func() bool {
+			out := a.stderr.String() + c.stderr.String()
+			return strings.Contains(out, "reason=client_gone") && strings.Contains(out, "found_by=")
+		}, 30*time.Second, 50*time.Millisecond, "a survivor ends B's question client_gone")
+		assert.Zero(t, openInRosters(t, kv), "and deletes B's roster")
+	})
+
 	t.Run("a node killed mid-question", func(t *testing.T) {
 		first, err := pullByHand(t, c, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
 		require.NoError(t, err)
@@ -479,4 +505,30 @@ func storeFileNames(t *testing.T, js jetstream.JetStream) []string {
 		names = append(names, o.Name)
 	}
 	return names
+}
+
+// rosters opens elicitd's records bucket, where the nodes' rosters are.
+func rosters(t *testing.T, url string) jetstream.KeyValue {
+	t.Helper()
+	kv, err := jsContext(t, url).KeyValue(timeout(t), "elicitd")
+	require.NoError(t, err)
+	return kv
+}
+
+// openInRosters counts the questions the nodes' rosters list.
+func openInRosters(t *testing.T, kv jetstream.KeyValue) int {
+	t.Helper()
+	keys, err := kv.ListKeysFiltered(timeout(t), store.OwnerPrefix("elicitd:nodes")+"*")
+	require.NoError(t, err)
+	n := 0
+	for k := range keys.Keys() {
+		e, err := kv.Get(timeout(t), k)
+		if err != nil {
+			continue
+		}
+		r, err := store.Decode(e.Value(), e.Revision())
+		require.NoError(t, err)
+		n += len(r.Open)
+	}
+	return n
 }

@@ -1,0 +1,120 @@
+package ask_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"log/slog"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicittest"
+	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/store/memory"
+)
+
+// killable is a relay whose nodes the test can stop serving, as a killed process stops.
+type killable struct {
+	*memory.Relay
+	mu    sync.Mutex
+	stops map[string]func()
+}
+
+func (k *killable) Serve(node string, h func(context.Context, []byte) []byte) (func(), error) {
+	stop, err := k.Relay.Serve(node, h)
+	if err == nil {
+		k.mu.Lock()
+		k.stops[node] = stop
+		k.mu.Unlock()
+	}
+	return stop, err
+}
+
+func (k *killable) kill(node string) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.stops[node]()
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// A 2025-11-25 question lives in its node's memory, with its session. When the node dies,
+// a survivor finds it in the node's roster and ends it client_gone, once, within a sweep.
+func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	s := memory.New(memory.Options{Clock: clk})
+	relay := &killable{Relay: &memory.Relay{}, stops: map[string]func(){}}
+	var logs [2]lockedBuffer
+	var els [2]*ask.Elicitor
+	var servers [2]*mcp.Server
+	for i := range 2 {
+		servers[i] = mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		els[i] = ask.New(servers[i], ask.Options{Clock: clk, Timeout: time.Hour, Store: s, Relay: relay,
+			Logger: slog.New(slog.NewTextHandler(&logs[i], nil))})
+		el := els[i]
+		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
+		tool := ask.RawTool[struct{}]("contact", "", "asks for a contact", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			return ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm})
+		})
+		el.Add(servers[i], tool)
+		el.AddManagement(servers[i])
+	}
+	a := els[0]
+	u := elicittest.Connect(t, servers[0], elicittest.Push, elicittest.Never())
+	// Ends the open question before the session closes (cleanups run last first).
+	t.Cleanup(func() { _ = a.Close(context.Background(), elicitation.Shutdown) })
+	go func() { _, _ = u.Session.CallTool(context.Background(), &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}}) }()
+	require.Eventually(t, func() bool { return a.Registry().Len() == 1 }, 10*time.Second, time.Millisecond, "A asks")
+
+	// A writes its roster at the next flush.
+	clk.Add(100 * time.Millisecond)
+	require.Eventually(t, func() bool {
+		r, err := s.Get(context.Background(), "elicitd:nodes", a.Node())
+		return err == nil && len(r.Open) == 1
+	}, 10*time.Second, time.Millisecond, "A's roster lists its open question")
+	r, _ := s.Get(context.Background(), "elicitd:nodes", a.Node())
+	qid := r.Open[0].ID
+
+	// While A runs, B leaves its questions alone.
+	clk.Add(5 * time.Second)
+	assert.Never(t, func() bool { return strings.Contains(logs[1].String(), qid) }, 100*time.Millisecond, 10*time.Millisecond)
+
+	relay.kill(a.Node())
+	clk.Add(5 * time.Second)
+	require.Eventually(t, func() bool { return strings.Contains(logs[1].String(), "id="+qid) }, 10*time.Second, time.Millisecond,
+		"B ends the dead node's question")
+	line := logs[1].String()
+	assert.Contains(t, line, "reason=client_gone")
+	assert.Contains(t, line, "node="+a.Node())
+	_, err := s.Get(context.Background(), "elicitd:nodes", a.Node())
+	assert.ErrorIs(t, err, store.ErrNotFound, "the roster is gone: no survivor ends it twice")
+	clk.Add(5 * time.Second)
+	assert.Equal(t, 1, strings.Count(logs[1].String(), "id="+qid), "ended once")
+	stats := readStats(t, elicittest.Connect(t, servers[1], elicittest.Push))
+	assert.EqualValues(t, 1, stats["ended_for_dead_nodes"])
+}
