@@ -88,7 +88,9 @@ func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
 	u := elicittest.Connect(t, servers[0], elicittest.Push, elicittest.Never())
 	// Ends the open question before the session closes (cleanups run last first).
 	t.Cleanup(func() { _ = a.Close(context.Background(), elicitation.Shutdown) })
-	go func() { _, _ = u.Session.CallTool(context.Background(), &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}}) }()
+	go func() {
+		_, _ = u.Session.CallTool(context.Background(), &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}})
+	}()
 	require.Eventually(t, func() bool { return a.Registry().Len() == 1 }, 10*time.Second, time.Millisecond, "A asks")
 
 	// A writes its roster at the next flush.
