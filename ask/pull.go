@@ -244,6 +244,9 @@ func (c *call) next(ctx context.Context) result {
 			continue // superseded while queued, or ended: the handler says what follows
 		}
 		if c.replaying() {
+			if c.pageAgain(pr) {
+				return c.hand(ctx, pr)
+			}
 			if r, stop := c.replayRound(pr); stop {
 				return r
 			}

@@ -10,7 +10,10 @@ package ask
 // same answers bring the same re-prompts, kept answers and attempt counts, and the first
 // prompt past the log is handed out as the retry's result. A prompt whose digest differs
 // from the log's ends the call with CodeReplayDiverged, rather than answer it from the
-// wrong round. Only tools declared Replayable are taken over.
+// wrong round. A round asked on elicitd's page has no recorded answer (its secrets and
+// files are never written to the store): when it is the last round of the log it is asked
+// again, on a new link; before other rounds, the replay cannot go on (CodeReplayDiverged).
+// Only tools declared Replayable are taken over.
 
 import (
 	"context"
@@ -124,6 +127,20 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, st requestSt
 // replaying reports whether c's next prompt is answered from its log.
 func (c *call) replaying() bool { return c.replayed < len(c.replay) }
 
+// pageAgain reports whether pr, the last round of the log, was asked on elicitd's page:
+// the page's answers are not recorded (they are secrets and files), so the round is asked
+// again, on a new link, as the next round. The log's entry for it is used up.
+func (c *call) pageAgain(pr elicitation.Prompt) bool {
+	if !isPage(pr) || c.replayed != len(c.replay)-1 || promptSum(pr) != c.replay[c.replayed].Prompt {
+		return false
+	}
+	c.replayed++
+	c.mu.Lock()
+	c.handed++ // the round it was; hand numbers the new one
+	c.mu.Unlock()
+	return true
+}
+
 // replayRound answers pr from the log's next round; stop when the call ends instead, with
 // r, because pr is not what the log says was asked.
 func (c *call) replayRound(pr elicitation.Prompt) (r result, stop bool) {
@@ -137,7 +154,7 @@ func (c *call) replayRound(pr elicitation.Prompt) (r result, stop bool) {
 	var res mcp.ElicitResult
 	switch {
 	case isPage(pr):
-		return c.diverged(n, "it was asked on the page, whose answers are not recorded"), true
+		return c.diverged(n, "it was asked on the page, whose answers are not recorded, before other rounds"), true
 	case promptSum(pr) != logged.Prompt:
 		return c.diverged(n, "the tool asked something else"), true
 	case json.Unmarshal(logged.Answers, &res) != nil:

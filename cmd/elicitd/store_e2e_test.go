@@ -532,3 +532,50 @@ func openInRosters(t *testing.T, kv jetstream.KeyValue) int {
 	}
 	return n
 }
+
+// A question asked on the page goes on after its node dies: the page's answers are not
+// recorded, so the node that takes the question over asks the page round again, on a link
+// of its own, and the question completes there.
+func TestAPageQuestionOutlivesItsNode(t *testing.T) {
+	ns := natsServer(t, &natsserver.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, JetStream: true, StoreDir: t.TempDir()})
+	args := []string{"--store", ns.ClientURL(), "--page-url", "http://localhost:9", "--page-wait", "10s"}
+	a, b := startHTTPWith(t, args), startHTTPWith(t, args)
+	pinArgs := map[string]any{"message": "Your PIN.", "form": map[string]any{"fields": []any{
+		map[string]any{"name": "pin", "type": "text", "sensitive": true, "required": true}}}}
+	first, err := pullByHand(t, a, urlCaps(true), nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: pinArgs})
+	require.NoError(t, err)
+	oldLink := first.InputRequests["elicit-1"].(*mcp.ElicitParams).URL
+	a.kill(t)
+
+	cs := pullByHand(t, b, urlCaps(true), nil)
+	accept := func(state string, n int) *mcp.CallToolResult {
+		res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: pinArgs, RequestState: state,
+			InputResponses: mcp.InputResponseMap{fmt.Sprintf("elicit-%d", n): &mcp.ElicitResult{Action: "accept"}}})
+		require.NoError(t, err)
+		return res
+	}
+	again := accept(first.RequestState, 1)
+	require.True(t, again.NeedsInput(), "%+v", again.StructuredContent)
+	p, ok := again.InputRequests["elicit-2"].(*mcp.ElicitParams)
+	require.True(t, ok, "the page round is asked again as round 2: %v", again.InputRequests)
+	require.Equal(t, "url", p.Mode)
+	require.NotEqual(t, oldLink, p.URL, "on a new link, B's")
+
+	br := newBrowser(t)
+	addr := strings.TrimSuffix(strings.TrimPrefix(b.url, "http://"), "/mcp")
+	br.Client.Transport = &http.Transport{DialContext: func(ctx context.Context, network, _ string) (net.Conn, error) {
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	done := make(chan *mcp.CallToolResult, 1)
+	go func() { done <- accept(again.RequestState, 2) }()
+	_, page := br.open(p.URL)
+	status, _ := br.send(p.URL, page, map[string]string{"pin": "2468"}, nil)
+	require.Equal(t, http.StatusOK, status)
+	res := <-done
+	var out map[string]any
+	raw, err := json.Marshal(res.StructuredContent)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(raw, &out))
+	assert.Equal(t, "completed", out["status"], "%v", out)
+	assert.Equal(t, map[string]any{"pin": "2468"}, out["data"])
+}
