@@ -262,6 +262,14 @@ func durationIn(dst *time.Duration, lo, hi time.Duration, zeroOK bool) func(stri
 	}
 }
 
+// text takes a setting as it is.
+func text(dst *string) func(string) error {
+	return func(s string) error {
+		*dst = s
+		return nil
+	}
+}
+
 func intIn[T int | int64](dst *T, lo, hi T) func(string) error {
 	return func(s string) error {
 		var n T
@@ -324,27 +332,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"body-timeout", "ELICITD_BODY_TIMEOUT", "HTTP listeners (MCP and the page): the longest a request's body may pause; the whole body must arrive within ten times this (a response that lasts, such as an SSE stream or a call waiting for a person, is not cut)", "1m", durationIn(&c.page.conn.body, time.Second, time.Hour, false)},
 		{"page-wait", "ELICITD_PAGE_WAIT", "2026-07-28 clients: how long a retry that accepted the page's link waits for the page to be sent before the link is shown again", "30s", durationIn(&c.pageWait, 100*time.Millisecond, 10*time.Minute, false)},
 		{"store", "ELICITD_STORE", "where 2026-07-28 questions are kept: memory (this process only), embedded (a NATS JetStream server inside elicitd, on --data-dir: a restart loses nothing) or nats://HOST:PORT[,HOST:PORT...] (an external NATS cluster several elicitd nodes share); default memory on stdio, embedded with --http", "", c.store.parseStore},
-		{"data-dir", "ELICITD_DATA_DIR", "--store embedded: the directory it keeps its files in (default: $XDG_DATA_HOME/elicitd, else ~/.local/share/elicitd; on macOS ~/Library/Application Support/elicitd)", "", func(s string) error {
-			c.store.dataDir = s
-			return nil
-		}},
-		{"nats-listen", "ELICITD_NATS_LISTEN", "--store embedded: also accept NATS clients on this host:port (by default the embedded server listens on no network)", "", func(s string) error {
-			c.store.listen = s
-			return nil
-		}},
+		{"data-dir", "ELICITD_DATA_DIR", "--store embedded: the directory it keeps its files in (default: $XDG_DATA_HOME/elicitd, else ~/.local/share/elicitd; on macOS ~/Library/Application Support/elicitd)", "", text(&c.store.dataDir)},
+		{"nats-listen", "ELICITD_NATS_LISTEN", "--store embedded: also accept NATS clients on this host:port (by default the embedded server listens on no network)", "", text(&c.store.listen)},
 		{"store-replicas", "ELICITD_STORE_REPLICAS", "--store nats://...: the servers that keep each bucket (3 on a 3-node cluster)", "1", intIn(&c.store.replicas, 1, 5)},
-		{"nats-user", "ELICITD_NATS_USER", "--store nats://...: the user name (the password comes from ELICITD_NATS_PASSWORD only)", "", func(s string) error {
-			c.store.user = s
-			return nil
-		}},
-		{"nats-creds", "ELICITD_NATS_CREDS", "--store nats://...: a NATS .creds file (JWT and NKey seed)", "", func(s string) error {
-			c.store.creds = s
-			return nil
-		}},
-		{"nats-ca", "ELICITD_NATS_CA", "--store nats://...: a PEM file of the CAs that sign the servers' certificates (tls:// servers)", "", func(s string) error {
-			c.store.ca = s
-			return nil
-		}},
+		{"nats-user", "ELICITD_NATS_USER", "--store nats://...: the user name (the password comes from ELICITD_NATS_PASSWORD only)", "", text(&c.store.user)},
+		{"nats-creds", "ELICITD_NATS_CREDS", "--store nats://...: a NATS .creds file (JWT and NKey seed)", "", text(&c.store.creds)},
+		{"nats-ca", "ELICITD_NATS_CA", "--store nats://...: a PEM file of the CAs that sign the servers' certificates (tls:// servers)", "", text(&c.store.ca)},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
 				return fmt.Errorf("must be debug, info, warn or error, got %q", s)

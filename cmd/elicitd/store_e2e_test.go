@@ -26,6 +26,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/store/natsstore/natstest"
 )
 
 // Durable questions end to end: elicitd processes on a store (the embedded one on a data
@@ -176,63 +177,16 @@ func runElicitd(t *testing.T, args []string, env ...string) (string, error) {
 	return stderr.String(), err
 }
 
-func natsServer(t testing.TB, o *natsserver.Options) *natsserver.Server {
-	t.Helper()
-	s, err := natsserver.NewServer(o)
-	require.NoError(t, err)
-	s.Start()
-	require.True(t, s.ReadyForConnections(10*time.Second))
-	t.Cleanup(func() {
-		s.Shutdown()
-		s.WaitForShutdown()
-	})
-	return s
-}
+func natsServer(t testing.TB, o *natsserver.Options) *natsserver.Server { return natstest.Server(t, o) }
 
 // natsCluster starts n NATS servers with JetStream, routed to each other on loopback,
 // and returns their client URLs once JetStream has a leader.
-func natsCluster(t testing.TB, n int) []string {
-	urls, _ := natsClusterServers(t, n)
-	return urls
-}
+func natsCluster(t testing.TB, n int) []string { return natstest.URLs(natstest.Cluster(t, n)) }
 
 // natsClusterServers is natsCluster, with the servers.
 func natsClusterServers(t testing.TB, n int) ([]string, []*natsserver.Server) {
-	t.Helper()
-	ports := make([]int, n)
-	var ls []net.Listener
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
-	}
-	var servers []*natsserver.Server
-	var urls []string
-	for i := range n {
-		s := natsServer(t, &natsserver.Options{ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: -1, NoSigs: true,
-			JetStream: true, StoreDir: t.TempDir(), JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 4 << 30,
-			Cluster: natsserver.ClusterOpts{Name: "elicitd-e2e", Host: "127.0.0.1", Port: ports[i]},
-			Routes:  natsserver.RoutesFromStr(strings.Join(routes, ","))})
-		servers = append(servers, s)
-		urls = append(urls, s.ClientURL())
-	}
-	require.Eventually(t, func() bool {
-		for _, s := range servers {
-			if s.JetStreamIsLeader() {
-				return true
-			}
-		}
-		return false
-	}, 30*time.Second, 50*time.Millisecond, "a JetStream meta leader")
-	return urls, servers
+	servers := natstest.Cluster(t, n)
+	return natstest.URLs(servers), servers
 }
 
 // Three elicitd nodes on one 3-node NATS cluster (R3), no load balancer: the test sends each

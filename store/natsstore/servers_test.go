@@ -19,6 +19,7 @@ import (
 
 	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/natsstore"
+	"github.com/elicitd/elicitd/store/natsstore/natstest"
 	"github.com/elicitd/elicitd/store/storetest"
 )
 
@@ -205,18 +206,7 @@ func TestStartErrors(t *testing.T) {
 }
 
 // runServer starts a nats-server with opts, stopped when t ends.
-func runServer(t testing.TB, opts *server.Options) *server.Server {
-	t.Helper()
-	ns, err := server.NewServer(opts)
-	require.NoError(t, err)
-	ns.Start()
-	require.True(t, ns.ReadyForConnections(10*time.Second), "server %s starts", opts.ServerName)
-	t.Cleanup(func() {
-		ns.Shutdown()
-		ns.WaitForShutdown()
-	})
-	return ns
-}
+func runServer(t testing.TB, opts *server.Options) *server.Server { return natstest.Server(t, opts) }
 
 // cluster is n nats-servers on loopback, routed to each other, JetStream on each with a
 // data directory of its own.
@@ -225,46 +215,9 @@ type cluster struct {
 }
 
 // startCluster starts a cluster of n servers, and waits for its JetStream meta leader.
-func startCluster(t testing.TB, n int) *cluster {
-	t.Helper()
-	// Every server must name its routes before it starts (JetStream sizes its meta group
-	// from them), so the cluster ports are chosen first.
-	ports := make([]int, n)
-	var ls []net.Listener
-	for i := range ports {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		ls = append(ls, l)
-		ports[i] = l.Addr().(*net.TCPAddr).Port
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
-	}
-	c := &cluster{}
-	for i := range n {
-		c.servers = append(c.servers, runServer(t, &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: -1, NoSigs: true,
-			JetStream: true, StoreDir: t.TempDir(), JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 4 << 30, // the buckets reserve 2 GiB
-			Cluster: server.ClusterOpts{Name: "elicitd-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
-		}))
-	}
-	require.Eventually(t, func() bool { return c.metaLeader() != nil }, 30*time.Second, 50*time.Millisecond, "a meta leader")
-	return c
-}
+func startCluster(t testing.TB, n int) *cluster { return &cluster{servers: natstest.Cluster(t, n)} }
 
-func (c *cluster) metaLeader() *server.Server {
-	for _, s := range c.servers {
-		if s.Running() && s.JetStreamIsLeader() {
-			return s
-		}
-	}
-	return nil
-}
+func (c *cluster) metaLeader() *server.Server { return natstest.MetaLeader(c.servers) }
 
 // connect opens a store with R3 buckets through server i only.
 func (c *cluster) connect(t testing.TB, i int, o natsstore.Options) *natsstore.Store {
