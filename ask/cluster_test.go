@@ -300,3 +300,49 @@ func TestADeadlinePassesOnEveryNode(t *testing.T) {
 	listed := b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
 	assert.Empty(t, listed)
 }
+
+// A handler that asks something else when replayed (here: what it asks names its node) is
+// not answered from the log: the call ends with REPLAY_DIVERGED.
+func TestAReplayThatAsksSomethingElseEndsTheCall(t *testing.T) {
+	s := memory.New(memory.Options{})
+	key := []byte(strings.Repeat("k", 32))
+	var users []*elicittest.User
+	for range 2 {
+		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		el := ask.New(server, ask.Options{Timeout: time.Minute, StateKey: key, Store: s,
+			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }})
+		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
+		tool := ask.RawTool[struct{}]("fickle", "", "asks, naming its node", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you? (node " + el.Node() + ")", Form: personForm}); err != nil {
+				return nil, err
+			}
+			return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
+		})
+		tool.Replayable = true
+		el.Add(server, tool)
+		users = append(users, elicittest.Connect(t, server, elicittest.Pull))
+	}
+	call := func(u *elicittest.User, state string, n int) *mcp.CallToolResult {
+		p := &mcp.CallToolParams{Name: "fickle", Arguments: map[string]any{}, RequestState: state}
+		if state != "" {
+			p.InputResponses = mcp.InputResponseMap{"elicit-" + itoa(n): &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 30}}}
+		}
+		res, err := u.Session.CallTool(context.Background(), p)
+		require.NoError(t, err)
+		return res
+	}
+	first := call(users[0], "", 0)
+	second := call(users[0], first.RequestState, 1)
+	r, _ := asked(t, second)
+	require.Equal(t, 2, r)
+	out, err := elicittest.Payload(call(users[1], second.RequestState, 2))
+	require.NoError(t, err)
+	assert.Equal(t, ask.CodeReplayDiverged, out["code"], "%v", out)
+	assert.Contains(t, out["message"], "round 1")
+	again, err := elicittest.Payload(call(users[1], second.RequestState, 2))
+	require.NoError(t, err)
+	assert.Equal(t, ask.CodeReplayDiverged, again["code"], "the resend gets the same end: %v", again)
+	fromA, err := elicittest.Payload(call(users[0], second.RequestState, 2))
+	require.NoError(t, err)
+	assert.Equal(t, ask.CodeReplayDiverged, fromA["code"], "on the first node too, from the record: %v", fromA)
+}

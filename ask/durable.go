@@ -65,6 +65,7 @@ type durable struct {
 	wmu    sync.Mutex    // one write at a time
 	rec    *store.Record // as last written; nil until the call's first prompt is recorded
 	fenced bool          // another node took the call over
+	over   bool          // its end is recorded: nothing more is written
 
 	// A call taken over: the rounds answered from its log, and its deadline.
 	replay   []store.Round

@@ -63,10 +63,11 @@ type call struct {
 	durable // its record, with a store
 }
 
-// event is a prompt to hand out, or the handler's result.
+// event is a prompt to hand out, or the handler's result (and the error recording it).
 type event struct {
 	prompt elicitation.Prompt
 	end    *result
+	saved  error
 }
 
 // result is what a handler returned (out only for typed handlers).
@@ -189,7 +190,10 @@ func (el *Elicitor) begin(ctx context.Context, c *call, start handler) {
 		defer el.busy.end()
 		r := start(hctx)
 		cancel(nil)
-		c.push(event{end: &r})
+		// Recorded as soon as the handler returns, whether or not a request waits for it:
+		// a result nobody fetched (its client went away) must not be made again by a
+		// replay on the resend.
+		c.push(event{end: &r, saved: c.saveEnd(r)})
 	}()
 }
 
@@ -237,7 +241,7 @@ func (c *call) next(ctx context.Context) result {
 			continue
 		}
 		if ev.end != nil {
-			return c.end(ctx, *ev.end)
+			return c.end(*ev.end, ev.saved)
 		}
 		pr := ev.prompt
 		if _, over := pr.Elicitation.Outcome(); over || pr.Round != pr.Elicitation.Snapshot().Round {
@@ -257,15 +261,8 @@ func (c *call) next(ctx context.Context) result {
 }
 
 // end returns the handler's result r, recorded first with a store, and forgets the call.
-func (c *call) end(ctx context.Context, r result) result {
-	// Its question was ended because this node is stopping (not by an answer, nor by the
-	// handler on its own): the question is not over.
-	c.mu.Lock()
-	stopped := c.el.stopping.Load() && strings.HasSuffix(c.how, elicitation.Shutdown.String())
-	c.mu.Unlock()
-	c.wmu.Lock()
-	fenced := c.fenced
-	c.wmu.Unlock()
+func (c *call) end(r result, saved error) result {
+	fenced, stopped := c.endState()
 	if fenced {
 		c.el.forget(c, nil)
 		return fail(storeError(errFenced))
@@ -276,13 +273,32 @@ func (c *call) end(ctx context.Context, r result) result {
 		c.el.forget(c, nil)
 		return result{err: errStopping}
 	}
-	if c.recorded() {
-		if err := c.recordEnd(ctx, r); err != nil {
-			return c.unrecorded(r, func(ctx context.Context) error { return c.recordEnd(ctx, r) }, true, err)
-		}
+	if saved != nil {
+		return c.unrecorded(r, func(ctx context.Context) error { return c.recordEnd(ctx, r) }, true, saved)
 	}
 	c.el.forget(c, &r)
 	return r
+}
+
+// endState says whether c has been taken over by another node (fenced), and whether its
+// question was ended because this node is stopping (not by an answer, nor by the handler
+// on its own): then the question is not over.
+func (c *call) endState() (fenced, stopped bool) {
+	c.mu.Lock()
+	stopped = c.el.stopping.Load() && strings.HasSuffix(c.how, elicitation.Shutdown.String())
+	c.mu.Unlock()
+	return c.isFenced(), stopped
+}
+
+// saveEnd records the handler's result r, if c has a record and the call has really ended.
+func (c *call) saveEnd(r result) error {
+	c.wmu.Lock()
+	over := c.over
+	c.wmu.Unlock()
+	if fenced, stopped := c.endState(); fenced || stopped || over || !c.recorded() {
+		return nil
+	}
+	return c.recordEnd(context.Background(), r)
 }
 
 // stateLifetime bounds how long a pull-era requestState is honoured: the longest a

@@ -168,10 +168,13 @@ func (c *call) replayRound(pr elicitation.Prompt) (r result, stop bool) {
 func (c *call) diverged(n int, why string) result {
 	r := fail(Errorf(CodeReplayDiverged, "replay_diverged",
 		"the question was taken over by another node, and replaying it went another way at round %d (%s); call the tool again without requestState", n, why))
-	c.kill(elicitation.ToolError)
 	if err := c.recordEnd(context.Background(), r); err != nil {
 		c.el.log.Warn("a diverged call's end could not be recorded", "id", c.id, "error", err.Error())
 	}
+	c.wmu.Lock()
+	c.over = true // the handler's own end, which the kill brings, is not its result
+	c.wmu.Unlock()
+	c.kill(elicitation.ToolError)
 	c.el.forget(c, &r)
 	return r
 }
