@@ -252,6 +252,26 @@ func TestThreeNodesServeOneQuestion(t *testing.T) {
 		}
 	})
 
+	t.Run("managed from any node", func(t *testing.T) {
+		first, err := pullByHand(t, a, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+		require.NoError(t, err)
+		onB := pullByHand(t, b, nil, nil)
+		listed, isErr := callTool(t, onB, "list_elicitations", map[string]any{})
+		require.False(t, isErr, "%v", listed)
+		qs := listed["elicitations"].([]any)
+		require.Len(t, qs, 1, "B lists the caller's question A holds")
+		id := qs[0].(map[string]any)["id"].(string)
+		ext, isErr := callTool(t, pullByHand(t, c, nil, nil), "extend_elicitation", map[string]any{"id": id, "seconds": 60})
+		require.False(t, isErr, "C extends it: %v", ext)
+		stats, err := onB.ReadResource(timeout(t), &mcp.ReadResourceParams{URI: "elicitd://stats"})
+		require.NoError(t, err)
+		assert.Contains(t, stats.Contents[0].Text, `"your_open_questions": 1`)
+		cancelled, isErr := callTool(t, onB, "cancel_elicitation", map[string]any{"id": id})
+		require.False(t, isErr, "B cancels it: %v", cancelled)
+		out := structured(t, round(t, c, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30}))
+		assert.Equal(t, "cancelled", out["status"], "the client's retry, on C, hears it was cancelled: %v", out)
+	})
+
 	t.Run("a node killed with a 2025-11-25 question open", func(t *testing.T) {
 		asked := make(chan struct{}, 1)
 		gone := make(chan struct{})
@@ -532,4 +552,36 @@ func TestAPageQuestionOutlivesItsNode(t *testing.T) {
 	require.NoError(t, json.Unmarshal(raw, &out))
 	assert.Equal(t, "completed", out["status"], "%v", out)
 	assert.Equal(t, map[string]any{"pin": "2468"}, out["data"])
+}
+
+// NATS unreachable mid-run: a new question is refused with STORE_UNAVAILABLE, and so is an
+// answer (it is not taken, so it is not lost: the same request, sent again once NATS is
+// back, goes on with what was answered before).
+func TestTheStoreGoneAndBack(t *testing.T) {
+	dir := t.TempDir()
+	ns := natsServer(t, &natsserver.Options{Host: "127.0.0.1", Port: -1, NoSigs: true, JetStream: true, StoreDir: dir})
+	port := ns.Addr().(*net.TCPAddr).Port
+	node := startHTTPWith(t, []string{"--store", ns.ClientURL()})
+	first, err := pullByHand(t, node, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	require.NoError(t, err)
+	second := round(t, node, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+	_, fields := askedFields(t, second)
+	require.Equal(t, []string{"age"}, fields)
+
+	ns.Shutdown()
+	ns.WaitForShutdown()
+	fresh, err := pullByHand(t, node, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	require.NoError(t, err)
+	assert.Equal(t, "STORE_UNAVAILABLE", structured(t, fresh)["code"], "a new question is refused")
+	answer := map[string]any{"age": 30}
+	assert.Equal(t, "STORE_UNAVAILABLE", structured(t, round(t, node, second.RequestState, 2, answer))["code"], "an answer is not taken")
+
+	natsServer(t, &natsserver.Options{Host: "127.0.0.1", Port: port, NoSigs: true, JetStream: true, StoreDir: dir})
+	var done map[string]any
+	require.Eventually(t, func() bool {
+		done = structured(t, round(t, node, second.RequestState, 2, answer))
+		return done["code"] != "STORE_UNAVAILABLE"
+	}, 30*time.Second, 100*time.Millisecond, "service resumes when NATS is back")
+	assert.Equal(t, "completed", done["status"], "%v", done)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"], "the name answered before is kept")
 }
