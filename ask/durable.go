@@ -165,11 +165,16 @@ func (c *call) newRecord() store.Record {
 		Node: c.el.node, Epoch: 1, Created: c.el.clk.Now(), State: "active"}
 }
 
-// recordHand records round n handed out as r, asking pr.
+// recordHand records round n handed out as r, asking pr. The first round's r is not kept:
+// it answers the call that started the question, which carries no requestState, so no
+// resend can ask for it again.
 func (c *call) recordHand(ctx context.Context, pr elicitation.Prompt, n int, r result) error {
-	out, err := encodeResult(r)
-	if err != nil {
-		return err
+	var out json.RawMessage
+	if c.claimed > 0 {
+		var err error
+		if out, err = encodeResult(r); err != nil {
+			return err
+		}
 	}
 	sum, snap := promptSum(pr), pr.Elicitation.Snapshot()
 	return c.write(ctx, func(rec *store.Record) error {

@@ -1,0 +1,185 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/require"
+)
+
+// BenchmarkStoreCalls measures whole 2026-07-28 calls of ask_user (benchForm) over Streamable
+// HTTP, end to end, with each store: the built binary with --store memory, --store embedded
+// (on a temporary --data-dir), and --store on an external 3-node NATS cluster on loopback
+// (natsCluster, in this process) with --store-replicas 3, all with --rate 0 --max-live
+// 100000 --log-level error (started by startQuiet). A whole call is the first call, which hands out the question,
+// and one retry answering it (name "Ada", weight 2.5, express true), which completes it.
+// From 1 and 16 goroutines, each with a client session of its own on each server. The
+// three servers run side by side and take turns in batches of calls (rotating who goes
+// first), as in BenchmarkRoundTrip; b.N is whole calls per store. It reports, per store,
+// whole calls/s over its own batches and the p50 and p99 latency of a whole call (µs), and
+// the calls/s of embedded and cluster as fractions of memory's.
+//
+//	go test ./cmd/elicitd -run '^$' -bench BenchmarkStoreCalls -benchtime 1500x
+func BenchmarkStoreCalls(b *testing.B) {
+	urls := natsCluster(b, 3) // stopped after the servers using it
+	common := []string{"--rate", "0", "--max-live", "100000", "--log-level", "error"}
+	servers := []struct {
+		name string
+		s    *httpServer
+	}{
+		{"memory", startQuiet(b, slices.Concat(common, []string{"--store", "memory"}))},
+		{"embedded", startQuiet(b, slices.Concat(common, []string{"--store", "embedded", "--data-dir", b.TempDir()}))},
+		{"cluster", startQuiet(b, slices.Concat(common, []string{"--store", strings.Join(urls, ","), "--store-replicas", "3"}))},
+	}
+	for _, conc := range []int{1, 16} {
+		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {
+			runs := make([]*implRun, len(servers))
+			for i, sv := range servers {
+				runs[i] = storeCallsRun(b, sv.name, sv.s, conc)
+			}
+			// One whole call on each first: connections and the servers' first calls.
+			for _, r := range runs {
+				if err := r.call(); err != nil {
+					b.Fatal(err)
+				}
+			}
+			size := 8 * conc
+			b.ResetTimer()
+			for round := 0; round*size < b.N; round++ {
+				n := min(size, b.N-round*size)
+				for k := range runs {
+					if err := runs[(round+k)%len(runs)].batch(conc, n); err != nil {
+						b.Fatal(err)
+					}
+				}
+			}
+			b.StopTimer()
+			rate := map[string]float64{}
+			for _, r := range runs {
+				rate[r.impl] = r.report(b)
+				r.close()
+			}
+			b.ReportMetric(rate["embedded"]/rate["memory"], "embedded/memory")
+			b.ReportMetric(rate["cluster"]/rate["memory"], "cluster/memory")
+			b.Logf("c%-2d %5d calls each: memory %6.0f calls/s | embedded %6.0f calls/s (%.2fx) | cluster %6.0f calls/s (%.2fx)",
+				conc, b.N, rate["memory"], rate["embedded"], rate["embedded"]/rate["memory"], rate["cluster"], rate["cluster"]/rate["memory"])
+		})
+	}
+}
+
+// startQuiet is startHTTPWith for a server that says nothing (--log-level error): it picks a
+// free loopback port itself, and the server is ready once that port takes connections. It
+// is stopped with SIGTERM when b ends.
+func startQuiet(b testing.TB, args []string) *httpServer {
+	b.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	s := &httpServer{url: "http://" + addr + "/mcp", stderr: &syncBuffer{}, exited: make(chan error, 1)}
+	s.cmd = exec.Command(bin, append([]string{"--http", addr}, args...)...)
+	s.cmd.Stderr = s.stderr
+	if err := s.cmd.Start(); err != nil {
+		b.Fatal(err)
+	}
+	go func() { s.exited <- s.cmd.Wait() }()
+	b.Cleanup(func() {
+		_ = s.stop(b)
+		if out := s.stderr.String(); strings.Contains(out, raceReport) {
+			b.Errorf("the server raced:\n%s", out)
+		}
+	})
+	var exited error
+	gone := false
+	require.Eventually(b, func() bool {
+		select {
+		case exited = <-s.exited:
+			s.exited <- exited // for stop
+			gone = true
+			return true
+		default:
+		}
+		c, err := net.Dial("tcp", addr)
+		if err == nil {
+			c.Close()
+		}
+		return err == nil
+	}, failsafe, 5*time.Millisecond, "elicitd %v does not listen on %s:\n%s", args, addr, s.stderr.String())
+	if gone {
+		b.Fatalf("elicitd %v exited before listening: %v\n%s", args, exited, s.stderr.String())
+	}
+	return s
+}
+
+// storeCallsRun is a store's implRun: conc client sessions on s, one for each goroutine of a
+// batch (a goroutine takes one from the pool for each call), each making whole calls.
+func storeCallsRun(b *testing.B, name string, s *httpServer, conc int) *implRun {
+	pool := make(chan *mcp.ClientSession, conc)
+	for range conc {
+		pool <- pullSession(b, s)
+	}
+	args := map[string]any{"message": "m", "form": benchForm}
+	answer := mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "weight": 2.5, "express": true}}}
+	return &implRun{
+		impl: name,
+		call: func() error {
+			cs := <-pool
+			defer func() { pool <- cs }()
+			ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+			defer cancel()
+			first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: args})
+			if err != nil {
+				return fmt.Errorf("%s: first call: %w", name, err)
+			}
+			if _, ok := first.InputRequests["elicit-1"]; !ok || len(first.InputRequests) != 1 {
+				return fmt.Errorf("%s: the first call did not hand out round 1: %+v", name, first.StructuredContent)
+			}
+			done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: args, RequestState: first.RequestState, InputResponses: answer})
+			if err != nil {
+				return fmt.Errorf("%s: answer: %w", name, err)
+			}
+			if out, _ := done.StructuredContent.(map[string]any); done.NeedsInput() || out["status"] != "completed" {
+				return fmt.Errorf("%s: the answer did not complete the call: %+v", name, done.StructuredContent)
+			}
+			return nil
+		},
+		close: func() {},
+	}
+}
+
+// pullSession is pullByHand for a benchmark: a 2026-07-28 client of s, declaring forms, whose
+// input requests the caller answers by calling again. It has an HTTP transport of its own,
+// which keeps its connection between calls; both are closed when b ends.
+func pullSession(b testing.TB, s *httpServer) *mcp.ClientSession {
+	b.Helper()
+	client := mcp.NewClient(&mcp.Implementation{Name: "bench-http", Version: "1"}, &mcp.ClientOptions{
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		// A handler, so that elicitation is declared; never called with the retries off.
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("answered by the benchmark")
+		}})
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true,
+		HTTPClient: &http.Client{Transport: tr}}, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		_ = cs.Close()
+		tr.CloseIdleConnections()
+	})
+	return cs
+}
