@@ -346,3 +346,56 @@ func TestAReplayThatAsksSomethingElseEndsTheCall(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, ask.CodeReplayDiverged, fromA["code"], "on the first node too, from the record: %v", fromA)
 }
+
+// A node that stops while a handler works between two asks leaves the call open: the retry
+// waiting there hears SERVER_STOPPING, and the same request sent to another node goes on
+// with the second question.
+func TestAStopBetweenTwoAsksLeavesTheCallOpen(t *testing.T) {
+	s := memory.New(memory.Options{})
+	relay := &memory.Relay{}
+	key := []byte(strings.Repeat("k", 32))
+	between := make(chan struct{}, 1)
+	var blocked atomic.Bool // only the first run of the handler works until its node stops
+	var users []*elicittest.User
+	var els []*ask.Elicitor
+	for range 2 {
+		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		el := ask.New(server, ask.Options{Timeout: time.Minute, StateKey: key, Store: s, Relay: relay,
+			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }})
+		t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+		tool := ask.RawTool[struct{}]("twostep", "", "asks twice", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm}); err != nil {
+				return nil, err
+			}
+			if blocked.CompareAndSwap(false, true) {
+				between <- struct{}{}
+				<-ctx.Done() // some work between the two questions, until the node stops
+			}
+			return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
+		})
+		tool.Replayable = true
+		el.Add(server, tool)
+		els = append(els, el)
+		users = append(users, elicittest.Connect(t, server, elicittest.Pull))
+	}
+	call := func(u *elicittest.User, state string, n int) *mcp.CallToolResult {
+		p := &mcp.CallToolParams{Name: "twostep", Arguments: map[string]any{}, RequestState: state}
+		if state != "" {
+			p.InputResponses = mcp.InputResponseMap{"elicit-" + itoa(n): &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 30}}}
+		}
+		res, err := u.Session.CallTool(context.Background(), p)
+		require.NoError(t, err)
+		return res
+	}
+	first := call(users[0], "", 0)
+	waiting := make(chan *mcp.CallToolResult, 1)
+	go func() { waiting <- call(users[0], first.RequestState, 1) }()
+	<-between
+	require.NoError(t, els[0].Close(context.Background(), elicitation.Shutdown))
+	p, err := elicittest.Payload(<-waiting)
+	require.NoError(t, err)
+	assert.Equal(t, ask.CodeStopping, p["code"], "%v", p)
+	r, params := asked(t, call(users[1], first.RequestState, 1))
+	assert.Equal(t, 2, r, "the resend, on B, goes on with the second question")
+	assert.Equal(t, "And again?", params.Message)
+}

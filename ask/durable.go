@@ -252,9 +252,20 @@ func (c *call) unrecorded(r result, save func(context.Context) error, end bool, 
 		c.el.forget(c, nil)
 	case !c.recorded():
 		c.kill(elicitation.TransportError)
+		c.dropLanded()
 	}
 	c.el.log.Warn("a question's step could not be recorded", "id", c.id, "error", err.Error())
 	return fail(storeError(err))
+}
+
+// dropLanded deletes c's record if its first write, reported failed, landed all the same
+// (its answer was lost): the question it would list was refused.
+func (c *call) dropLanded() {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	if r, err := c.el.store.Get(ctx, c.owner, c.id); err == nil && r.Node == c.el.node {
+		_ = c.el.store.Delete(ctx, c.owner, c.id, r.Revision)
+	}
 }
 
 // retryRecord records what the claimed round returns, which could not be recorded before,

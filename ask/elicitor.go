@@ -411,6 +411,10 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	}
 	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {
+		if c.pull && errors.Is(err, registry.ErrClosed) {
+			// Not asked because this node is stopping: as for a question it ended.
+			c.setHow(elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.Shutdown})
+		}
 		return elicitation.Outcome{}, startError(err)
 	}
 	if !c.pull && el.roster != nil {

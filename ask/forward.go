@@ -116,7 +116,9 @@ func (el *Elicitor) serveForwarded(ctx context.Context, msg []byte) []byte {
 	el.busy.begin()
 	defer el.busy.end()
 	resp, has := f.Params.InputResponses[inputKey(st.Round)]
-	r, elsewhere := c.resume(ctx, st, f.Params.Arguments, resp, has)
+	// Not bounded by the relay's context: its end (this node stopping) must not end the
+	// call as if its client had cancelled it; Close ends it for the right reason.
+	r, elsewhere := c.resume(context.WithoutCancel(ctx), st, f.Params.Arguments, resp, has)
 	if elsewhere {
 		b, _ := json.Marshal(wireResult{NotHeld: true})
 		return b

@@ -50,9 +50,8 @@ type call struct {
 	claimed  int     // the latest handed round whose requestState was used
 	claimSum string  // the digest of the response that claimed it ("" until needed: sameClaim)
 	claimRsp mcp.InputResponse
-	settled  chan struct{}
-	sent     result   // what that round returned, once settled is closed: an identical resend gets it
-	unsaved  *pending // what that round returns, not yet recorded in the store (it was unavailable)
+	slot     *claimSlot // what the claimed round returned, once known: an identical resend gets it
+	unsaved  *pending   // what that round returns, not yet recorded in the store (it was unavailable)
 	asking   elicitation.Prompt
 	idle     *clock.Timer // forgets the call's result if the client does not come back for it
 	killed   bool
@@ -204,14 +203,24 @@ func (c *call) push(ev event) {
 	c.mu.Lock()
 	c.queue = append(c.queue, ev)
 	killed := c.killed
-	if ev.end != nil && !killed {
+	keep := ev.end != nil && (!killed || ev.saved != nil)
+	if keep {
 		// Kept for the retry that comes for it, as long as a round waits for one (with no
-		// idle expiry, as long as a question may wait): never for ever.
+		// idle expiry, as long as a question may wait): never for ever. A result of a call
+		// whose client went away that could not be recorded is kept so too: an identical
+		// resend records it, rather than have another node replay the handler.
+		if killed {
+			r := *ev.end
+			c.unsaved = &pending{r: r, save: func(ctx context.Context) error { return c.recordEnd(ctx, r) }, end: true}
+		}
 		c.arm(cmp.Or(c.el.pullIdle, c.el.timeout), func() { c.el.forget(c, nil) })
 	}
+	if ev.end != nil && killed && !keep && c.slot != nil {
+		c.slot.fill(*ev.end) // what the claimed round's identical resend gets
+	}
 	c.mu.Unlock()
-	if ev.end != nil && killed {
-		c.el.forget(c, nil) // no retry can come for it; a call waiting still gets it
+	if ev.end != nil && !keep {
+		c.el.forget(c, ev.end) // no retry can come for it; a call waiting still gets it
 	}
 	select {
 	case c.signal <- struct{}{}:
@@ -359,17 +368,37 @@ func (c *call) claim(round int, sum string, resp mcp.InputResponse) (prev int, o
 		return 0, false
 	}
 	prev = c.claimed
-	c.claimed, c.claimSum, c.claimRsp, c.settled, c.sent, c.unsaved = round, sum, resp, make(chan struct{}), result{}, nil
+	c.claimed, c.claimSum, c.claimRsp, c.slot, c.unsaved = round, sum, resp, newClaimSlot(), nil
 	c.disarm()
 	return prev, true
 }
 
-// unclaim undoes claim, if round is still the last claimed: the claim could not be recorded.
-func (c *call) unclaim(round, prev int) {
+// claimSlot is what one claim of a round returned, for the identical resends waiting on it.
+type claimSlot struct {
+	done chan struct{} // closed once sent is set
+	sent result
+}
+
+func newClaimSlot() *claimSlot { return &claimSlot{done: make(chan struct{})} }
+
+// fill sets what the claim returned (c.mu held), unless it is set already.
+func (s *claimSlot) fill(r result) {
+	select {
+	case <-s.done:
+	default:
+		s.sent = r
+		close(s.done)
+	}
+}
+
+// unclaim undoes claim, if round is still the last claimed: the claim could not be recorded
+// (e). The resends waiting on it get e too; the next one claims again.
+func (c *call) unclaim(round, prev int, e *Error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	if c.claimed == round {
-		c.claimed, c.claimSum, c.claimRsp = prev, "", nil
+		c.slot.fill(fail(e))
+		c.claimed, c.claimSum, c.claimRsp, c.slot = prev, "", nil, nil
 	}
 }
 
@@ -377,33 +406,31 @@ func (c *call) unclaim(round, prev int) {
 func (c *call) settle(round int, r result) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.claimed != round || c.settled == nil || c.unsaved != nil {
+	if c.claimed != round || c.slot == nil || c.unsaved != nil {
 		return
 	}
-	select {
-	case <-c.settled:
-	default:
-		c.sent = r
-		close(c.settled)
-	}
+	c.slot.fill(r)
 }
 
 // again is an identical resend of the claimed round: it gets what the first one got, once
 // known; what could not be recorded is tried again first.
 func (c *call) again(ctx context.Context, round int) result {
 	c.mu.Lock()
-	settled, unsaved := c.settled, c.unsaved
+	slot, unsaved := c.slot, c.unsaved
 	c.mu.Unlock()
 	if unsaved != nil {
 		if r, ok := c.retryRecord(ctx, round); ok {
 			return r
 		}
 	}
+	if slot == nil {
+		return fail(errUsed)
+	}
 	select {
-	case <-settled:
+	case <-slot.done:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return c.sent
+		return slot.sent
 	case <-ctx.Done():
 		return result{err: ctx.Err()}
 	}
@@ -553,7 +580,7 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 	}
 	if c.recorded() {
 		if e := c.recordClaim(ctx, pr, st.Round, sum, resp); e != nil {
-			c.unclaim(st.Round, prev)
+			c.unclaim(st.Round, prev, e)
 			if c.isFenced() {
 				return result{}, true
 			}
@@ -561,7 +588,11 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 		}
 	}
 	r = c.answer(ctx, pr, st.Round, resp)
-	c.settle(st.Round, r)
+	if ctx.Err() == nil {
+		// Not when this request's client went away: the round's real outcome, which the
+		// call's end brings, is what a resend gets.
+		c.settle(st.Round, r)
+	}
 	return r, false
 }
 

@@ -109,14 +109,22 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, st requestSt
 		next.Claimed, next.ClaimSum, next.Outcome = st.Round, sum, nil
 		next.Log = append(slices.Clip(rec.Log), store.Round{Prompt: rec.Prompt, Answers: raw, At: el.clk.Now()})
 	}
-	rev, err := el.store.Update(context.WithoutCancel(ctx), next)
-	if err != nil {
-		return result{}, err
-	}
-	next.Revision = rev
 	c := el.newCall(req, rec.Owner, rec.ID, true)
 	c.rec, c.replay, c.until, c.liveAsk = &next, next.Log, rec.Due, rec.Asks
-	c.claimed, c.claimSum, c.claimRsp, c.settled = st.Round, sum, resp, make(chan struct{})
+	c.claimed, c.claimSum, c.claimRsp, c.slot = st.Round, sum, resp, newClaimSlot()
+	// Held here before the compare-and-set: a resend that another node forwards here once
+	// the record names this node finds the call, and waits for its outcome, rather than
+	// take it over a second time.
+	el.calls.add(c)
+	rev, err := el.store.Update(context.WithoutCancel(ctx), next)
+	if err != nil {
+		c.mu.Lock()
+		c.slot.fill(fail(storeError(errFenced)))
+		c.mu.Unlock()
+		el.calls.end(c, endedCall{}, false)
+		return result{}, err
+	}
+	c.rec.Revision = rev
 	el.log.Info("took a question over", "id", rec.ID, "from", rec.Node, "epoch", next.Epoch, "rounds", len(next.Log))
 	el.begin(ctx, c, start)
 	r := c.next(ctx)

@@ -47,9 +47,10 @@ type roster struct {
 	open  map[string]store.OpenQuestion
 	dirty bool
 
-	rec  *store.Record // as last written
-	stop context.CancelFunc
-	done chan struct{}
+	rec    *store.Record // as last written
+	warned time.Time     // when a failed write was last logged
+	stop   context.CancelFunc
+	done   chan struct{}
 }
 
 func (el *Elicitor) startRoster() {
@@ -127,11 +128,22 @@ func (r *roster) write(ctx context.Context) error {
 		rec.Created, rec.Revision = r.rec.Created, r.rec.Revision
 		rev, err = el.store.Update(ctx, rec)
 	}
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		r.rec = nil // swept by a node that took this one for dead: written anew next time
+	case errors.Is(err, store.ErrExists), errors.Is(err, store.ErrConflict):
+		// Ours, written before its answer was lost (or by a process of the same name):
+		// taken up, and written over next time.
+		if cur, gerr := el.store.Get(ctx, rosterOwner, el.node); gerr == nil {
+			r.rec = &cur
+		}
+	}
 	if err != nil {
 		r.mu.Lock()
 		r.dirty = true // tried again at the next flush
 		r.mu.Unlock()
-		if !errors.Is(err, context.Canceled) {
+		if now := el.clk.Now(); !errors.Is(err, context.Canceled) && now.Sub(r.warned) >= time.Minute {
+			r.warned = now
 			el.log.Warn("the node's roster could not be written", "error", err.Error())
 		}
 		return err

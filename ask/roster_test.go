@@ -102,6 +102,16 @@ func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
 	r, _ := s.Get(context.Background(), "elicitd:nodes", a.Node())
 	qid := r.Open[0].ID
 
+	// A roster deleted from under its node (a survivor that took it for dead) is written
+	// anew.
+	require.NoError(t, s.Delete(context.Background(), "elicitd:nodes", a.Node(), r.Revision))
+	clk.Add(time.Minute) // the heartbeat finds it gone
+	require.Eventually(t, func() bool {
+		clk.Add(100 * time.Millisecond) // and the next flush writes it again
+		got, err := s.Get(context.Background(), "elicitd:nodes", a.Node())
+		return err == nil && len(got.Open) == 1
+	}, 10*time.Second, 10*time.Millisecond, "A's roster is back")
+
 	// While A runs, B leaves its questions alone.
 	clk.Add(5 * time.Second)
 	assert.Never(t, func() bool { return strings.Contains(logs[1].String(), qid) }, 100*time.Millisecond, 10*time.Millisecond)

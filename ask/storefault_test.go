@@ -6,6 +6,7 @@ import (
 	"strings"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -146,4 +147,46 @@ func TestAResultTooLargeToKeep(t *testing.T) {
 	assert.Equal(t, name, payload(t, a, first.RequestState, 1, answer)["name"], "the node that answered it keeps it")
 	again := payload(t, b, first.RequestState, 1, answer)
 	assert.Equal(t, "result_not_kept", again["reason"], "%v", again["message"])
+}
+
+// blockFirstUpdate is a store whose first update waits until release is closed, then fails:
+// a claim held up by a slow store, then lost.
+type blockFirstUpdate struct {
+	store.Store
+	entered, release chan struct{}
+	n                atomic.Int32
+}
+
+func (b *blockFirstUpdate) Update(ctx context.Context, r store.Record) (uint64, error) {
+	if b.n.Add(1) == 1 {
+		close(b.entered)
+		<-b.release
+		return 0, fmt.Errorf("%w: the test lost this claim", store.ErrUnavailable)
+	}
+	return b.Store.Update(ctx, r)
+}
+
+// An identical resend that comes while the first request's claim is being written waits
+// for it; when that claim cannot be recorded, the resend is not left waiting for ever: it
+// hears the store error too, and the next resend goes on.
+func TestAResendOfAClaimThatFailsIsNotLeftWaiting(t *testing.T) {
+	s := &blockFirstUpdate{Store: memory.New(memory.Options{}), entered: make(chan struct{}), release: make(chan struct{})}
+	a := newCluster(t, 1, s, nil)[0]
+	first := a.call(t, "", 0, nil)
+	answer := map[string]any{"name": "Ada", "age": 30}
+	x := make(chan map[string]any, 1)
+	go func() { x <- payload(t, a, first.RequestState, 1, answer) }()
+	<-s.entered
+	y := make(chan map[string]any, 1)
+	go func() { y <- payload(t, a, first.RequestState, 1, answer) }()
+	close(s.release)
+	assert.Equal(t, ask.CodeStoreUnavailable, (<-x)["code"])
+	select {
+	case p := <-y:
+		assert.True(t, p["code"] == ask.CodeStoreUnavailable || p["name"] == "Ada", "the resend hears the store error, or goes on: %v", p)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the resend waits for ever on a claim that was undone")
+	}
+	done := payload(t, a, first.RequestState, 1, answer)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done)
 }
