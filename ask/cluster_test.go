@@ -27,7 +27,8 @@ import (
 type clusterNode struct {
 	el     *ask.Elicitor
 	u      *elicittest.User
-	starts *atomic.Int32 // the contact tool's handler starts on this node
+	starts *atomic.Int32 // the tool's handler starts on this node
+	tool   string
 }
 
 var personForm = func() *validator.Compiled {
@@ -48,6 +49,17 @@ func newCluster(t *testing.T, n int, s store.Store, relay store.Relay) []*cluste
 }
 
 func newClusterOn(t *testing.T, clk clock.Clock, n int, s store.Store, relay store.Relay) []*clusterNode {
+	return newClusterWith(t, clk, n, s, relay, "contact", func(_ *ask.Elicitor) func(context.Context, json.RawMessage) (any, error) {
+		return func(ctx context.Context, _ json.RawMessage) (any, error) {
+			return ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm})
+		}
+	})
+}
+
+// newClusterWith is a cluster whose replayable tool is named tool and handled as handler
+// says, on each node.
+func newClusterWith(t *testing.T, clk clock.Clock, n int, s store.Store, relay store.Relay, tool string,
+	handler func(el *ask.Elicitor) func(context.Context, json.RawMessage) (any, error)) []*clusterNode {
 	t.Helper()
 	key := []byte(strings.Repeat("k", 32))
 	var nodes []*clusterNode
@@ -57,21 +69,22 @@ func newClusterOn(t *testing.T, clk clock.Clock, n int, s store.Store, relay sto
 			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }})
 		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
 		starts := &atomic.Int32{}
-		tool := ask.RawTool[struct{}]("contact", "", "asks for a contact", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		h := handler(el)
+		tl := ask.RawTool[struct{}](tool, "", "asks", func(ctx context.Context, args json.RawMessage) (any, error) {
 			starts.Add(1)
-			return ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm})
+			return h(ctx, args)
 		})
-		tool.Replayable = true
-		el.Add(server, tool)
+		tl.Replayable = true
+		el.Add(server, tl)
 		el.AddManagement(server)
-		nodes = append(nodes, &clusterNode{el: el, u: elicittest.Connect(t, server, elicittest.Pull), starts: starts})
+		nodes = append(nodes, &clusterNode{el: el, u: elicittest.Connect(t, server, elicittest.Pull), starts: starts, tool: tool})
 	}
 	return nodes
 }
 
 func (n *clusterNode) call(t *testing.T, state string, round int, content map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	p := &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}, RequestState: state}
+	p := &mcp.CallToolParams{Name: n.tool, Arguments: map[string]any{}, RequestState: state}
 	if state != "" {
 		p.InputResponses = mcp.InputResponseMap{"elicit-" + itoa(round): &mcp.ElicitResult{Action: "accept", Content: content}}
 	}
@@ -304,46 +317,27 @@ func TestADeadlinePassesOnEveryNode(t *testing.T) {
 // A handler that asks something else when replayed (here: what it asks names its node) is
 // not answered from the log: the call ends with REPLAY_DIVERGED.
 func TestAReplayThatAsksSomethingElseEndsTheCall(t *testing.T) {
-	s := memory.New(memory.Options{})
-	key := []byte(strings.Repeat("k", 32))
-	var users []*elicittest.User
-	for range 2 {
-		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-		el := ask.New(server, ask.Options{Timeout: time.Minute, StateKey: key, Store: s,
-			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }})
-		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
-		tool := ask.RawTool[struct{}]("fickle", "", "asks, naming its node", func(ctx context.Context, _ json.RawMessage) (any, error) {
-			if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you? (node " + el.Node() + ")", Form: personForm}); err != nil {
-				return nil, err
+	nodes := newClusterWith(t, clock.New(), 2, memory.New(memory.Options{}), nil, "fickle",
+		func(el *ask.Elicitor) func(context.Context, json.RawMessage) (any, error) {
+			return func(ctx context.Context, _ json.RawMessage) (any, error) {
+				if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you? (node " + el.Node() + ")", Form: personForm}); err != nil {
+					return nil, err
+				}
+				return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
 			}
-			return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
 		})
-		tool.Replayable = true
-		el.Add(server, tool)
-		users = append(users, elicittest.Connect(t, server, elicittest.Pull))
-	}
-	call := func(u *elicittest.User, state string, n int) *mcp.CallToolResult {
-		p := &mcp.CallToolParams{Name: "fickle", Arguments: map[string]any{}, RequestState: state}
-		if state != "" {
-			p.InputResponses = mcp.InputResponseMap{"elicit-" + itoa(n): &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 30}}}
-		}
-		res, err := u.Session.CallTool(context.Background(), p)
-		require.NoError(t, err)
-		return res
-	}
-	first := call(users[0], "", 0)
-	second := call(users[0], first.RequestState, 1)
+	a, b := nodes[0], nodes[1]
+	answer := map[string]any{"name": "Ada", "age": 30}
+	first := a.call(t, "", 0, nil)
+	second := a.call(t, first.RequestState, 1, answer)
 	r, _ := asked(t, second)
 	require.Equal(t, 2, r)
-	out, err := elicittest.Payload(call(users[1], second.RequestState, 2))
-	require.NoError(t, err)
+	out := payload(t, b, second.RequestState, 2, answer)
 	assert.Equal(t, ask.CodeReplayDiverged, out["code"], "%v", out)
 	assert.Contains(t, out["message"], "round 1")
-	again, err := elicittest.Payload(call(users[1], second.RequestState, 2))
-	require.NoError(t, err)
+	again := payload(t, b, second.RequestState, 2, answer)
 	assert.Equal(t, ask.CodeReplayDiverged, again["code"], "the resend gets the same end: %v", again)
-	fromA, err := elicittest.Payload(call(users[0], second.RequestState, 2))
-	require.NoError(t, err)
+	fromA := payload(t, a, second.RequestState, 2, answer)
 	assert.Equal(t, ask.CodeReplayDiverged, fromA["code"], "on the first node too, from the record: %v", fromA)
 }
 
@@ -351,51 +345,31 @@ func TestAReplayThatAsksSomethingElseEndsTheCall(t *testing.T) {
 // waiting there hears SERVER_STOPPING, and the same request sent to another node goes on
 // with the second question.
 func TestAStopBetweenTwoAsksLeavesTheCallOpen(t *testing.T) {
-	s := memory.New(memory.Options{})
-	relay := &memory.Relay{}
-	key := []byte(strings.Repeat("k", 32))
 	between := make(chan struct{}, 1)
 	var blocked atomic.Bool // only the first run of the handler works until its node stops
-	var users []*elicittest.User
-	var els []*ask.Elicitor
-	for range 2 {
-		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-		el := ask.New(server, ask.Options{Timeout: time.Minute, StateKey: key, Store: s, Relay: relay,
-			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }})
-		t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
-		tool := ask.RawTool[struct{}]("twostep", "", "asks twice", func(ctx context.Context, _ json.RawMessage) (any, error) {
-			if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm}); err != nil {
-				return nil, err
+	nodes := newClusterWith(t, clock.New(), 2, memory.New(memory.Options{}), &memory.Relay{}, "twostep",
+		func(*ask.Elicitor) func(context.Context, json.RawMessage) (any, error) {
+			return func(ctx context.Context, _ json.RawMessage) (any, error) {
+				if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm}); err != nil {
+					return nil, err
+				}
+				if blocked.CompareAndSwap(false, true) {
+					between <- struct{}{}
+					<-ctx.Done() // some work between the two questions, until the node stops
+				}
+				return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
 			}
-			if blocked.CompareAndSwap(false, true) {
-				between <- struct{}{}
-				<-ctx.Done() // some work between the two questions, until the node stops
-			}
-			return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
 		})
-		tool.Replayable = true
-		el.Add(server, tool)
-		els = append(els, el)
-		users = append(users, elicittest.Connect(t, server, elicittest.Pull))
-	}
-	call := func(u *elicittest.User, state string, n int) *mcp.CallToolResult {
-		p := &mcp.CallToolParams{Name: "twostep", Arguments: map[string]any{}, RequestState: state}
-		if state != "" {
-			p.InputResponses = mcp.InputResponseMap{"elicit-" + itoa(n): &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 30}}}
-		}
-		res, err := u.Session.CallTool(context.Background(), p)
-		require.NoError(t, err)
-		return res
-	}
-	first := call(users[0], "", 0)
-	waiting := make(chan *mcp.CallToolResult, 1)
-	go func() { waiting <- call(users[0], first.RequestState, 1) }()
+	a, b := nodes[0], nodes[1]
+	answer := map[string]any{"name": "Ada", "age": 30}
+	first := a.call(t, "", 0, nil)
+	waiting := make(chan map[string]any, 1)
+	go func() { waiting <- payload(t, a, first.RequestState, 1, answer) }()
 	<-between
-	require.NoError(t, els[0].Close(context.Background(), elicitation.Shutdown))
-	p, err := elicittest.Payload(<-waiting)
-	require.NoError(t, err)
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+	p := <-waiting
 	assert.Equal(t, ask.CodeStopping, p["code"], "%v", p)
-	r, params := asked(t, call(users[1], first.RequestState, 1))
+	r, params := asked(t, b.call(t, first.RequestState, 1, answer))
 	assert.Equal(t, 2, r, "the resend, on B, goes on with the second question")
 	assert.Equal(t, "And again?", params.Message)
 }
