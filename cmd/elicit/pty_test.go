@@ -100,6 +100,14 @@ func (s *screen) waitUntil(what string, found func(shown string) bool) {
 		select {
 		case <-s.changed:
 		case <-s.closed:
+			// The program's last output and its end may come together, and select picks
+			// either: the screen is read once more, with everything drawn, before failing.
+			s.mu.Lock()
+			shown = s.vt.String()
+			s.mu.Unlock()
+			if found(shown) {
+				return
+			}
 			s.t.Fatalf("the program ended before %s; the screen said:\n%s", what, shown)
 		case <-timer.C:
 			// ELICIT_PTY_DUMP names a file for the raw terminal stream, to study a failure.
