@@ -49,13 +49,7 @@ func (el *Elicitor) remoteRecords(owner string) []store.Record {
 func (el *Elicitor) manageRemote(owner string, op forwarded) (any, error) {
 	ctx := context.Background()
 	for range 5 {
-		var rec store.Record
-		found := false
-		for _, r := range el.remoteRecords(owner) {
-			if r.Question == op.ID {
-				rec, found = r, true
-			}
-		}
+		rec, found := el.findRemote(owner, op.ID)
 		if !found {
 			return nil, managed(registry.ErrNotFound, op.ID)
 		}
@@ -87,6 +81,27 @@ func (el *Elicitor) manageRemote(owner string, op forwarded) (any, error) {
 	}
 	return nil, Errorf(CodeStoreUnavailable, "contended", "the question is changing too fast; retry")
 }
+
+// findRemote finds owner's open question id among the records other nodes hold. A read
+// may be served by a replica a moment behind the write that made the record (a follower
+// of a NATS cluster), so a question not found is looked for again for a little while
+// before it is said not to exist.
+func (el *Elicitor) findRemote(owner, id string) (store.Record, bool) {
+	for try := range staleReads {
+		for _, r := range el.remoteRecords(owner) {
+			if r.Question == id {
+				return r, true
+			}
+		}
+		if try < staleReads-1 {
+			time.Sleep(time.Duration(try+1) * 50 * time.Millisecond) // real time: a replica's lag
+		}
+	}
+	return store.Record{}, false
+}
+
+// staleReads is how many times findRemote reads before it gives up (about 0.5 s in all).
+const staleReads = 4
 
 // manageRecord does op on the record of a question whose node is gone.
 func (el *Elicitor) manageRecord(ctx context.Context, rec store.Record, op forwarded) (any, error) {
