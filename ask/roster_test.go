@@ -93,12 +93,12 @@ func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
 	}()
 	require.Eventually(t, func() bool { return a.Registry().Len() == 1 }, 10*time.Second, time.Millisecond, "A asks")
 
-	// A writes its roster at the next flush.
-	clk.Add(100 * time.Millisecond)
+	// A writes its roster at a flush after the question is added (which follows its start).
 	require.Eventually(t, func() bool {
+		clk.Add(100 * time.Millisecond)
 		r, err := s.Get(context.Background(), "elicitd:nodes", a.Node())
 		return err == nil && len(r.Open) == 1
-	}, 10*time.Second, time.Millisecond, "A's roster lists its open question")
+	}, 10*time.Second, 10*time.Millisecond, "A's roster lists its open question")
 	r, _ := s.Get(context.Background(), "elicitd:nodes", a.Node())
 	qid := r.Open[0].ID
 
@@ -117,9 +117,10 @@ func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
 	assert.Never(t, func() bool { return strings.Contains(logs[1].String(), qid) }, 100*time.Millisecond, 10*time.Millisecond)
 
 	relay.kill(a.Node())
-	clk.Add(5 * time.Second)
-	require.Eventually(t, func() bool { return strings.Contains(logs[1].String(), "id="+qid) }, 10*time.Second, time.Millisecond,
-		"B ends the dead node's question")
+	require.Eventually(t, func() bool {
+		clk.Add(5 * time.Second) // a sweep
+		return strings.Contains(logs[1].String(), "id="+qid)
+	}, 10*time.Second, 10*time.Millisecond, "B ends the dead node's question")
 	line := logs[1].String()
 	assert.Contains(t, line, "reason=client_gone")
 	assert.Contains(t, line, "node="+a.Node())
