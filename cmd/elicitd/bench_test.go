@@ -73,22 +73,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					for i, impl := range impls {
 						runs[i] = newImplRun(b, transport, impl, era.version)
 					}
-					size := 8 * conc
-					b.ResetTimer()
-					for round := 0; round*size < b.N; round++ {
-						n := min(size, b.N-round*size)
-						for k := range runs {
-							if err := runs[(round+k)%len(runs)].batch(conc, n); err != nil {
-								b.Fatal(err)
-							}
-						}
-					}
-					b.StopTimer()
-					rate := map[string]float64{}
-					for _, r := range runs {
-						rate[r.impl] = r.report(b)
-						r.close()
-					}
+					rate := interleave(b, runs, conc)
 					b.ReportMetric(rate["elicitd"]/rate["bare"], "elicitd/bare")
 				})
 			}
@@ -238,4 +223,27 @@ func addEngineTool(b *testing.B, srv *server) {
 		b, _ := json.Marshal(data)
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: string(b)}}}, nil, nil
 	})
+}
+
+// interleave times b.N calls on each of runs from conc goroutines, the runs taking turns in
+// batches (rotating who goes first) so that a machine whose speed drifts slows them all
+// alike, then reports each and closes it, and returns each one's calls/s by its name.
+func interleave(b *testing.B, runs []*implRun, conc int) map[string]float64 {
+	size := 8 * conc
+	b.ResetTimer()
+	for round := 0; round*size < b.N; round++ {
+		n := min(size, b.N-round*size)
+		for k := range runs {
+			if err := runs[(round+k)%len(runs)].batch(conc, n); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.StopTimer()
+	rate := map[string]float64{}
+	for _, r := range runs {
+		rate[r.impl] = r.report(b)
+		r.close()
+	}
+	return rate
 }

@@ -52,22 +52,7 @@ func BenchmarkStoreCalls(b *testing.B) {
 					b.Fatal(err)
 				}
 			}
-			size := 8 * conc
-			b.ResetTimer()
-			for round := 0; round*size < b.N; round++ {
-				n := min(size, b.N-round*size)
-				for k := range runs {
-					if err := runs[(round+k)%len(runs)].batch(conc, n); err != nil {
-						b.Fatal(err)
-					}
-				}
-			}
-			b.StopTimer()
-			rate := map[string]float64{}
-			for _, r := range runs {
-				rate[r.impl] = r.report(b)
-				r.close()
-			}
+			rate := interleave(b, runs, conc)
 			b.ReportMetric(rate["embedded"]/rate["memory"], "embedded/memory")
 			b.ReportMetric(rate["cluster"]/rate["memory"], "cluster/memory")
 			b.Logf("c%-2d %5d calls each: memory %6.0f calls/s | embedded %6.0f calls/s (%.2fx) | cluster %6.0f calls/s (%.2fx)",
