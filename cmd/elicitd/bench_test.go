@@ -4,8 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
@@ -88,6 +90,15 @@ type implRun struct {
 	close func()
 	busy  time.Duration
 	lat   []time.Duration
+
+	// cpu, when set, returns the CPU time the server's process has used so far; serverCPU
+	// adds up what it used during this implementation's batches.
+	cpu       func() time.Duration
+	serverCPU time.Duration
+	// mem: the server runs in this process; mallocs and bytes add up the heap allocations
+	// made during this implementation's batches (client and server alike).
+	mem            bool
+	mallocs, bytes uint64
 }
 
 func newImplRun(b *testing.B, transport, impl, version string) *implRun {
@@ -98,9 +109,15 @@ func newImplRun(b *testing.B, transport, impl, version string) *implRun {
 	case "elicitd":
 		tool, args = "ask_user", map[string]any{"message": "m", "form": benchForm}
 	}
-	cs, done := benchSession(b, transport, impl, version)
+	cs, pid, done := benchSession(b, transport, impl, version)
+	var cpu func() time.Duration
+	if pid != 0 {
+		cpu = func() time.Duration { return processCPU(pid) }
+	}
 	return &implRun{
 		impl: impl,
+		cpu:  cpu,
+		mem:  transport == "mem",
 		call: func() error {
 			res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: tool, Arguments: args})
 			if err == nil && res.IsError {
@@ -122,6 +139,16 @@ func (r *implRun) batch(conc, n int) error {
 	r.lat = append(r.lat, make([]time.Duration, n)...)
 	lat := r.lat[first:]
 	errs := make(chan error, conc)
+	var cpu0 time.Duration
+	if r.cpu != nil {
+		cpu0 = r.cpu()
+	}
+	var ms runtime.MemStats
+	if r.mem {
+		runtime.ReadMemStats(&ms)
+		r.mallocs -= ms.Mallocs
+		r.bytes -= ms.TotalAlloc
+	}
 	began := time.Now()
 	var wg sync.WaitGroup
 	for range conc {
@@ -138,6 +165,14 @@ func (r *implRun) batch(conc, n int) error {
 	}
 	wg.Wait()
 	r.busy += time.Since(began)
+	if r.cpu != nil {
+		r.serverCPU += r.cpu() - cpu0
+	}
+	if r.mem {
+		runtime.ReadMemStats(&ms)
+		r.mallocs += ms.Mallocs
+		r.bytes += ms.TotalAlloc
+	}
 	select {
 	case err := <-errs:
 		return err
@@ -154,12 +189,38 @@ func (r *implRun) report(b *testing.B) float64 {
 	b.ReportMetric(rate, r.impl+"-calls/s")
 	b.ReportMetric(float64(r.lat[n/2].Microseconds()), r.impl+"-p50-us")
 	b.ReportMetric(float64(r.lat[min(n-1, n*99/100)].Microseconds()), r.impl+"-p99-us")
+	if r.cpu != nil {
+		b.ReportMetric(r.serverCPU.Seconds()*1e6/float64(n), r.impl+"-server-cpu-us/call")
+	}
+	if r.mem {
+		b.ReportMetric(float64(r.mallocs)/float64(n), r.impl+"-allocs/call")
+		b.ReportMetric(float64(r.bytes)/float64(n), r.impl+"-B/call")
+	}
 	return rate
+}
+
+// processCPU returns the CPU time process pid has used so far, from its threads' schedstat
+// (nanoseconds on a CPU; rusage's ticks are too coarse for a batch of calls), or 0 where
+// /proc cannot tell.
+func processCPU(pid int) time.Duration {
+	tasks, _ := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/schedstat", pid))
+	var total time.Duration
+	for _, t := range tasks {
+		raw, err := os.ReadFile(t)
+		if err != nil {
+			continue // a thread that ended: its time is lost, as it is for rusage's threads
+		}
+		var ns int64
+		if _, err := fmt.Sscan(string(raw), &ns); err == nil {
+			total += time.Duration(ns)
+		}
+	}
+	return total
 }
 
 // benchSession connects an answering client to the implementation under test: its binary
 // over stdio, or its server in process over in-memory transports.
-func benchSession(b *testing.B, transport, impl, version string) (*mcp.ClientSession, func()) {
+func benchSession(b *testing.B, transport, impl, version string) (cs *mcp.ClientSession, pid int, done func()) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "weight": 2.5, "express": true}}, nil
@@ -175,7 +236,7 @@ func benchSession(b *testing.B, transport, impl, version string) (*mcp.ClientSes
 		if err != nil {
 			b.Fatal(err)
 		}
-		return cs, func() {}
+		return cs, cmd.Process.Pid, func() {}
 	}
 	var mcpServer *mcp.Server
 	var srv *server
@@ -194,11 +255,11 @@ func benchSession(b *testing.B, transport, impl, version string) (*mcp.ClientSes
 	if err != nil {
 		b.Fatal(err)
 	}
-	cs, err := client.Connect(context.Background(), ct, opts)
+	cs, err = client.Connect(context.Background(), ct, opts)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return cs, func() {
+	return cs, 0, func() {
 		_ = ss.Wait()
 		if srv != nil {
 			_ = srv.close(context.Background(), elicitation.Shutdown)

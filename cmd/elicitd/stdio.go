@@ -196,10 +196,7 @@ func (c *lineConn) frame(line []byte, over bool, maxFrame int) jsonrpc.Message {
 		c.reply(jsonrpc.ID{}, codeInvalidRequest, "invalid request: batches are not supported; send one message a line")
 		return nil
 	}
-	msg, err := jsonrpc.DecodeMessage(trimmed)
-	if err == nil && !wellFormed(trimmed) {
-		err = errors.New("not a request, notification or response")
-	}
+	msg, err := decodeFrame(trimmed)
 	if err != nil {
 		id, _ := leadingID(trimmed)
 		c.log.Warn("refused a line that is not a JSON-RPC message")
@@ -209,20 +206,19 @@ func (c *lineConn) frame(line []byte, over bool, maxFrame int) jsonrpc.Message {
 	return msg
 }
 
-// wellFormed reports whether a JSON object has the members of a JSON-RPC 2.0 message: a
-// method (a request or notification), or an id with exactly one of result and error.
-func wellFormed(line []byte) bool {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(line, &m) != nil || string(m["jsonrpc"]) != `"2.0"` {
-		return false
+// decodeFrame decodes one JSON value as a JSON-RPC 2.0 message: a request or notification
+// (it has a method), or a response (an id with exactly one of result and error). The SDK's
+// decoder checks the version and the id; the shape of a response is checked on what it
+// decoded, rather than by reading the line a second time.
+func decodeFrame(line []byte) (jsonrpc.Message, error) {
+	msg, err := jsonrpc.DecodeMessage(line)
+	if err != nil {
+		return nil, err
 	}
-	if _, ok := m["method"]; ok {
-		return true
+	if r, ok := msg.(*jsonrpc.Response); ok && (len(r.Result) > 0) == (r.Error != nil) {
+		return nil, errors.New("not a request, notification or response: a response needs exactly one of result and error")
 	}
-	_, hasID := m["id"]
-	_, hasResult := m["result"]
-	_, hasError := m["error"]
-	return hasID && hasResult != hasError
+	return msg, nil
 }
 
 // leadingID finds the "id" of a JSON-RPC message from what can be read of its start, and

@@ -41,7 +41,7 @@ func TestLeadingID(t *testing.T) {
 	assert.False(t, id.IsValid())
 }
 
-func TestWellFormed(t *testing.T) {
+func TestDecodeFrame(t *testing.T) {
 	for line, ok := range map[string]bool{
 		`{"jsonrpc":"2.0","id":1,"method":"ping"}`:                  true,
 		`{"jsonrpc":"2.0","method":"notifications/initialized"}`:    true,
@@ -52,7 +52,11 @@ func TestWellFormed(t *testing.T) {
 		`{"jsonrpc":"1.0","id":1,"method":"ping"}`:                  false,
 		`{"id":1,"method":"ping"}`:                                  false,
 		`{"jsonrpc":"2.0","result":{}}`:                             false,
+		`{"jsonrpc":"2.0","id":1,"result":null}`:                    true,
+		`{"jsonrpc":"2.0","id":1,"error":null}`:                     false,
+		`{"jsonrpc":"2.0","id":1,"result":null,"error":{"code":1}}`: false,
 	} {
-		assert.Equal(t, ok, wellFormed([]byte(line)), line)
+		_, err := decodeFrame([]byte(line))
+		assert.Equal(t, ok, err == nil, line)
 	}
 }
