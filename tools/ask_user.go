@@ -8,19 +8,23 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/templates"
 	"github.com/elicitd/elicitd/validator"
 )
 
 // AskUserInput is the ask_user tool's input.
 type AskUserInput struct {
 	Message        string         `json:"message" jsonschema:"what to ask, shown to the person above the form"`
-	Form           map[string]any `json:"form,omitempty" jsonschema:"the form: {title, fields: [{name, type, label, required, options, ...}]}; give form or schema"`
+	Form           map[string]any `json:"form,omitempty" jsonschema:"the form: {title, fields: [{name, type, label, required, options, ...}]}; give form, schema or template"`
 	Schema         map[string]any `json:"schema,omitempty" jsonschema:"instead of form: a raw MCP requestedSchema (flat object of primitive properties)"`
+	Template       string         `json:"template,omitempty" jsonschema:"instead of form: the name of a form the operator defined (a template); read elicitd://templates/NAME to see it"`
+	Defaults       map[string]any `json:"defaults,omitempty" jsonschema:"with template: answers to pre-fill, by field name; each must be a valid answer to its field"`
 	TimeoutSeconds int            `json:"timeout_seconds,omitempty" jsonschema:"how long to wait for the person; capped by the server"`
 	MaxAttempts    int            `json:"max_attempts,omitempty" jsonschema:"how many times to ask when answers are invalid; capped by the server"`
 }
@@ -64,11 +68,21 @@ whose link the client shows (URL mode), and the plain fields of the same form ar
 client's form first. A file comes back as {"name", "type" (sniffed from its bytes), "size",
 "sha256", "base64"}; in the result's text a secret and a file's bytes are left out (they are in
 the structured content). A client without URL mode gets ELICITATION_UNSUPPORTED naming them.
-Instead of "form" you may pass an MCP requestedSchema as "schema".`
+Instead of "form" you may pass an MCP requestedSchema as "schema".
+Or ask a form the operator defined once, by name: {"message": "...", "template": "contact",
+"defaults": {"country": "CA"}}; the names are the values "template" takes, and each is the
+resource elicitd://templates/NAME. "defaults" pre-fills fields (each a valid answer to its
+field).`
 
 // AskUserOptions configure ask_user. Zero values take the defaults noted.
 type AskUserOptions struct {
 	MaxAnswerBytes int // the largest answer accepted; validator's default (1 MiB) when 0
+	// Templates are the forms ask_user asks by name ("template"), as they are when AskUser
+	// is called: a template a tool owns (templates.Template.Tool) is not among them. Their
+	// names are the enum of the input schema's "template". Nil: none. After changing the
+	// set, add a new ask_user (the SDK tells the clients the tool list changed); questions
+	// already asked keep their forms.
+	Templates *templates.Set
 }
 
 // AskUser returns the ask_user tool. It decodes its own arguments rather than through
@@ -76,18 +90,22 @@ type AskUserOptions struct {
 // form in a cache (agents tend to ask the same question again), and bad arguments get the
 // error payload naming the argument at fault.
 func AskUser(o AskUserOptions) ask.Tool {
-	t := &askUser{maxAnswerBytes: o.MaxAnswerBytes, forms: newFormCache(formCacheBudget, formCacheEntries)}
-	tool := ask.RawTool[AskUserInput]("ask_user", "Ask the user", askUserDescription, t.call)
+	t := &askUser{maxAnswerBytes: o.MaxAnswerBytes, forms: newFormCache(formCacheBudget, formCacheEntries),
+		templates: askableTemplates(o.Templates, o.MaxAnswerBytes)}
+	tool := ask.RawTool[AskUserInput]("ask_user", "Ask the user", askUserDescription, t.call).
+		WithInputSchema(askUserSchema(t.templateNames()))
 	// It asks what its arguments say and returns the answers, acting on nothing: it may be
 	// replayed on another node, or after a restart.
 	tool.Replayable = true
 	return tool
 }
 
-// askUser is the ask_user tool's state: the forms it compiled last.
+// askUser is the ask_user tool's state: the templates it asks by name, and the forms it
+// compiled last.
 type askUser struct {
 	maxAnswerBytes int
 	forms          *formCache
+	templates      map[string]askable
 }
 
 func (t *askUser) call(ctx context.Context, raw json.RawMessage) (any, error) {
@@ -139,16 +157,19 @@ func askUserPrivate(r AskUserResult, form *validator.Compiled) any {
 	return ask.Private{Structured: r, Text: shown}
 }
 
-// askUserArgs is AskUserInput as decoded: the form or schema kept as the JSON it came as.
+// askUserArgs is AskUserInput as decoded: the form, schema or defaults kept as the JSON
+// they came as.
 type askUserArgs struct {
 	Message        string
 	Form, Schema   json.RawMessage // absent or null: nil
+	Template       string
+	Defaults       json.RawMessage // absent or null: nil
 	TimeoutSeconds int
 	MaxAttempts    int
 }
 
 // askUserArgNames are ask_user's arguments, in the order they are checked.
-var askUserArgNames = []string{"message", "form", "schema", "timeout_seconds", "max_attempts"}
+var askUserArgNames = []string{"message", "form", "schema", "template", "defaults", "timeout_seconds", "max_attempts"}
 
 // decodeAskUser reads ask_user's arguments as its input schema describes them, naming the
 // argument at fault and what it must be.
@@ -173,13 +194,18 @@ func decodeAskUser(raw json.RawMessage) (askUserArgs, error) {
 		return bad("unknown argument %q: ask_user takes %s", unknown[0], strings.Join(askUserArgNames, ", "))
 	}
 	var in askUserArgs
-	if v, ok := fields["message"]; ok && json.Unmarshal(v, &in.Message) != nil {
-		return bad(`"message" must be a string, got %s`, v)
+	for _, arg := range []struct {
+		name string
+		dst  *string
+	}{{"message", &in.Message}, {"template", &in.Template}} {
+		if v, ok := fields[arg.name]; ok && string(v) != "null" && json.Unmarshal(v, arg.dst) != nil {
+			return bad("%q must be a string, got %s", arg.name, v)
+		}
 	}
 	for _, arg := range []struct {
 		name string
 		dst  *json.RawMessage
-	}{{"form", &in.Form}, {"schema", &in.Schema}} {
+	}{{"form", &in.Form}, {"schema", &in.Schema}, {"defaults", &in.Defaults}} {
 		name := arg.name
 		switch v := fields[name]; {
 		case v == nil || string(v) == "null":
@@ -221,15 +247,32 @@ func askUserResult(o elicitation.Outcome) AskUserResult {
 	return r
 }
 
-// compileAsk compiles the form or schema of an ask_user call, refusing what form mode must
-// not carry. Its size is checked before anything else, and the limits of the form language
-// (validator.MaxFields and the rest) before anything in it is compiled.
+// compile compiles the form or schema of an ask_user call, or finds its template, refusing
+// what form mode must not carry. Its size is checked before anything else, and the limits
+// of the form language (validator.MaxFields and the rest) before anything in it is
+// compiled.
 func (t *askUser) compile(in askUserArgs) (*validator.Compiled, error) {
 	if in.Message == "" {
 		return nil, ask.Errorf(ask.CodeInvalidForm, "no_message", `"message" is required: say what you are asking and why`)
 	}
-	if (in.Form == nil) == (in.Schema == nil) {
-		return nil, ask.Errorf(ask.CodeInvalidForm, "form_or_schema", `give exactly one of "form" and "schema"`)
+	var given []string
+	for _, arg := range []struct {
+		name  string
+		given bool
+	}{{"form", in.Form != nil}, {"schema", in.Schema != nil}, {"template", in.Template != ""}} {
+		if arg.given {
+			given = append(given, strconv.Quote(arg.name))
+		}
+	}
+	switch {
+	case len(given) == 0:
+		return nil, ask.Errorf(ask.CodeInvalidForm, "form_or_schema", `give one of "form", "schema" and "template": none was given`)
+	case len(given) > 1:
+		return nil, ask.Errorf(ask.CodeInvalidForm, "form_or_schema", `give exactly one of "form", "schema" and "template": %s were given`, strings.Join(given, " and "))
+	case in.Defaults != nil && in.Template == "":
+		return nil, ask.Errorf(ask.CodeInvalidArgument, "invalid_arguments", `"defaults" goes with "template"; in a form, give a field its "default"`)
+	case in.Template != "":
+		return t.templateForm(in.Template, in.Defaults)
 	}
 	raw, kind, name := in.Form, byte('f'), "form"
 	if raw == nil {

@@ -46,7 +46,9 @@ func TestDecodeAskUserNamesTheBadArgument(t *testing.T) {
 		`{"message":"m","schema":"s"}`:          `"schema" must be an object, got "s"`,
 		`{"message":"m","timeout_seconds":1.5}`: `"timeout_seconds" must be a whole number, got 1.5`,
 		`{"message":"m","max_attempts":"3"}`:    `"max_attempts" must be a whole number, got "3"`,
-		`{"message":"m","zeta":1,"alpha":2}`:    `unknown argument "alpha": ask_user takes message, form, schema, timeout_seconds, max_attempts`,
+		`{"message":"m","zeta":1,"alpha":2}`:    `unknown argument "alpha": ask_user takes message, form, schema, template, defaults, timeout_seconds, max_attempts`,
+		`{"message":"m","template":5}`:          `"template" must be a string, got 5`,
+		`{"message":"m","defaults":[1]}`:        `"defaults" must be an object, got [1]`,
 	} {
 		_, err := decodeAskUser(json.RawMessage(raw))
 		var e *ask.Error

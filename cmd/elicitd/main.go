@@ -18,6 +18,7 @@ import (
 	"os"
 	"os/signal"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"syscall"
 	"time"
@@ -105,6 +106,14 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		return 0
 	}
 	tuneMemory(getenv, cfg.memoryLimit)
+	if cfg.cpuProfile != "" {
+		stop, err := startCPUProfile(cfg.cpuProfile)
+		if err != nil {
+			fmt.Fprintf(stderr, "elicitd: --cpu-profile: %v\n", err)
+			return 2
+		}
+		defer stop()
+	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
 	opts := cfg.options()
 	opts.Logger = logger
@@ -228,6 +237,8 @@ type config struct {
 	pageWait       time.Duration
 	memoryLimit    int64
 	store          storeConfig
+	cpuProfile     string
+	templates      templateConfig
 }
 
 func (c config) options() options {
@@ -239,6 +250,7 @@ func (c config) options() options {
 		o.Rate, o.Burst = rate.Limit(float64(c.ratePerMinute)/60), c.burst
 	}
 	o.UPS = c.ups
+	o.Templates, o.TemplateDirs = c.templates.set, c.templates.dirs
 	return o
 }
 
@@ -300,6 +312,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			c.pullIdle = d
 			return nil
 		}},
+		{"templates", "ELICITD_TEMPLATES", "a directory of form templates, NAME.json each (comma-separated for several): ask_user asks them by name, and create_shipment.json and rate_shipment.json reword the shipping tools' forms; a bad one refuses start-up; reloaded on SIGHUP", "", c.templates.parse},
 		{"http", "ELICITD_HTTP", "serve Streamable HTTP on this host:port instead of stdio (a non-loopback address needs ELICITD_HTTP_TOKEN)", "", func(s string) error {
 			c.http.addr = s
 			return nil
@@ -338,6 +351,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"nats-user", "ELICITD_NATS_USER", "--store nats://...: the user name (the password comes from ELICITD_NATS_PASSWORD only)", "", text(&c.store.user)},
 		{"nats-creds", "ELICITD_NATS_CREDS", "--store nats://...: a NATS .creds file (JWT and NKey seed)", "", text(&c.store.creds)},
 		{"nats-ca", "ELICITD_NATS_CA", "--store nats://...: a PEM file of the CAs that sign the servers' certificates (tls:// servers)", "", text(&c.store.ca)},
+		{"cpu-profile", "ELICITD_CPU_PROFILE", "write a Go CPU profile (go tool pprof) of the whole run to this file, for performance reports; it is complete once elicitd has exited", "", text(&c.cpuProfile)},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
 				return fmt.Errorf("must be debug, info, warn or error, got %q", s)
@@ -418,4 +432,20 @@ func splitList(s string) []string {
 		}
 	}
 	return out
+}
+
+// startCPUProfile writes a CPU profile to path until the returned stop is called.
+func startCPUProfile(path string) (stop func(), err error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, err
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		_ = f.Close()
+		return nil, err
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		_ = f.Close()
+	}, nil
 }

@@ -3,7 +3,9 @@ package main
 import (
 	"cmp"
 	"context"
+	"fmt"
 	"log/slog"
+	"strings"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -14,8 +16,8 @@ import (
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/templates"
 	"github.com/elicitd/elicitd/tools"
-	"github.com/elicitd/elicitd/tools/shipping"
 	"github.com/elicitd/elicitd/tools/ups"
 )
 
@@ -42,13 +44,22 @@ type options struct {
 	Pages    *page.Server  // elicitd's page, for secrets and files; nil: none
 	PageWait time.Duration // see ask.Options.PageWait
 	Store    store.Store   // where 2026-07-28 questions are kept (ask.Options.Store); nil: this process only
+	// Templates are the forms ask_user asks by name, and the shipping tools' wording; nil:
+	// the built-in ones only. TemplateDirs, when set, are where they were loaded from: the
+	// server loads them again on SIGHUP, until close.
+	Templates    *templates.Set
+	TemplateDirs []string
 }
 
 // server is elicitd: an MCP server with elicitd's tools, all asking through one Elicitor.
 type server struct {
-	mcp   *mcp.Server
-	el    *ask.Elicitor
-	pages *page.Server // served beside MCP over HTTP; nil when there is none
+	mcp         *mcp.Server
+	el          *ask.Elicitor
+	pages       *page.Server // served beside MCP over HTTP; nil when there is none
+	opts        options
+	log         *slog.Logger
+	templates   served
+	stopReloads func() // stops the SIGHUP watcher; nil without template directories
 }
 
 // newServer wires the MCP server, the Elicitor and the tools together.
@@ -59,15 +70,25 @@ func newServer(o options, version string) *server {
 	s := &server{mcp: mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
 		Logger:       cmp.Or(o.SDKLogger, o.Logger),
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
-	}), pages: o.Pages}
+	}), pages: o.Pages, opts: o, log: o.Logger}
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
 		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle,
 		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait, Store: o.Store})
-	s.el.Add(s.mcp, tools.AskUser(tools.AskUserOptions{MaxAnswerBytes: o.MaxAnswerBytes}))
+	set := o.Templates
+	if set == nil {
+		var err error
+		if set, err = loadTemplates(nil); err != nil {
+			panic(fmt.Sprintf("built-in templates: %v", err)) // fixed forms: any test catches it
+		}
+	}
+	s.serveTemplates(set) // ask_user, the shipping tools, the templates' resources
 	s.el.AddManagement(s.mcp)
-	s.el.Add(s.mcp, shipping.Tools(o.UPS)...)
 	if o.Conformance {
 		s.el.Add(s.mcp, tools.ConformanceFixtures()...)
+	}
+	if len(o.TemplateDirs) > 0 {
+		s.log.Info("serving templates", "templates", strings.Join(set.Names(), ","))
+		s.stopReloads = s.watchReloads()
 	}
 	return s
 }
@@ -76,5 +97,8 @@ func newServer(o options, version string) *server {
 // when the only client has gone), so the tool calls waiting on them return their results,
 // and waits until those calls have been handled or ctx ends.
 func (s *server) close(ctx context.Context, reason elicitation.Reason) error {
+	if s.stopReloads != nil {
+		s.stopReloads()
+	}
 	return s.el.Close(ctx, reason)
 }

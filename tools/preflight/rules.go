@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -15,6 +16,8 @@ type Rule struct {
 	DotPath string // where it lives; an indexed rule uses [n] for its item index
 	FlatKey string // the form field's name; an indexed rule uses _n_ for its item number
 	Prompt  string // the field's label; an indexed rule may use {n} for the item number
+	// Description and Placeholder, when set, are the field's help text and sample text.
+	Description, Placeholder string
 	// Structural marks a value a flat form cannot ask for (an object the agent must add).
 	Structural bool
 
@@ -94,23 +97,10 @@ func Form(title string, missing []Rule, body map[string]any) (*validator.Compile
 		if r.Structural {
 			continue
 		}
-		fd := validator.Field{Name: r.FlatKey, Label: r.Prompt, Type: r.Type, Required: true,
-			Options: r.Options, Default: r.Default, Pattern: r.Pattern, Case: r.Case}
-		if fd.Type == "" {
-			fd.Type = validator.Text
-		}
-		if len(r.Options) > 0 && fd.Type == validator.Text {
-			fd.Type = validator.Select
-		}
-		if r.MaxLength > 0 {
-			fd.MaxLength = validator.Ptr(r.MaxLength)
-		}
+		fd := r.Field()
 		var checks []func(any, map[string]any) error
-		switch {
-		case r.Positive && fd.Type == validator.Text:
+		if r.Positive && fd.Type == validator.Text {
 			checks = append(checks, positiveText(r.Whole))
-		case r.Positive:
-			fd.ExclusiveMinimum = validator.Ptr(0.0)
 		}
 		if check := r.Check; check != nil {
 			checks = append(checks, func(v any, answers map[string]any) error { return check(v, answers, body) })
@@ -131,6 +121,28 @@ func Form(title string, missing []Rule, body map[string]any) (*validator.Compile
 		return nil, errors.New("preflight: nothing to ask")
 	}
 	return validator.Compile(f)
+}
+
+// Field returns the form field that asks for r: required, named by its flat key, labelled
+// by its prompt, with options of its own (a copy of the rule's). A text rule with options is
+// a select. The checks that need the answers or
+// the body (Check, and Positive on a text rule) are Form's to add: the field has none.
+func (r Rule) Field() validator.Field {
+	fd := validator.Field{Name: r.FlatKey, Label: r.Prompt, Description: r.Description, Placeholder: r.Placeholder,
+		Type: r.Type, Required: true, Options: slices.Clone(r.Options), Default: r.Default, Pattern: r.Pattern, Case: r.Case}
+	if fd.Type == "" {
+		fd.Type = validator.Text
+	}
+	if len(r.Options) > 0 && fd.Type == validator.Text {
+		fd.Type = validator.Select
+	}
+	if r.MaxLength > 0 {
+		fd.MaxLength = validator.Ptr(r.MaxLength)
+	}
+	if r.Positive && fd.Type != validator.Text {
+		fd.ExclusiveMinimum = validator.Ptr(0.0)
+	}
+	return fd
 }
 
 // positiveText checks a number typed as text: "5", " 2.5 ". It stays text.

@@ -10,6 +10,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/templates"
 	"github.com/elicitd/elicitd/tools/preflight"
 	"github.com/elicitd/elicitd/tools/ups"
 	"github.com/elicitd/elicitd/validator"
@@ -48,9 +49,16 @@ type RateShipmentInput struct {
 // Tools returns create_shipment and rate_shipment, which complete a partial UPS request by
 // asking the person for exactly what it lacks, then call UPS with cfg (without credentials,
 // only dry_run works). They use package ask as any tool author would; a server adds them with
-// ask.Elicitor.Add.
-func Tools(cfg ups.Config) []ask.Tool {
-	t := &tools{cfg: cfg, ups: ups.New(cfg), configured: cfg.Configured()}
+// ask.Elicitor.Add. Their forms are worded as the built-in templates (Templates) are.
+func Tools(cfg ups.Config) []ask.Tool { return ToolsWith(cfg, nil) }
+
+// ToolsWith is Tools with each tool's form worded by the template of its name in set
+// (CreateTemplate, RateTemplate), when a file has replaced the built-in one there; a nil set
+// gives the built-in wording. The wording is set's as it is now: after a reload, add the
+// tools again. A question already asked keeps its wording.
+func ToolsWith(cfg ups.Config, set *templates.Set) []ask.Tool {
+	t := &tools{cfg: cfg, ups: ups.New(cfg), configured: cfg.Configured(),
+		words: [2]*wording{Create: wordingOf(Create, set), Rate: wordingOf(Rate, set)}}
 	// Both ask what the request lacks (the same for the same arguments and answers), and
 	// call UPS only after their last question: they may be replayed on another node, or
 	// after a restart.
@@ -73,6 +81,7 @@ type tools struct {
 	cfg        ups.Config
 	ups        *ups.Client // for the endpoint always, for calls only when configured
 	configured bool        // credentials are set
+	words      [2]*wording // by Kind
 }
 
 func (t *tools) create(ctx context.Context, in CreateShipmentInput) (json.RawMessage, error) {
@@ -172,12 +181,14 @@ func (t *tools) ship(ctx context.Context, job shipJob) (json.RawMessage, error) 
 	if len(res.Missing) == 0 {
 		return t.finish(ctx, job, res.Body) // complete: nothing to ask
 	}
-	loop := &shipLoop{job: job, env: env}
+	words := t.words[job.kind]
+	res.Missing = words.reword(res.Missing)
+	loop := &shipLoop{job: job, env: env, words: words}
 	form, err := loop.form(res)
 	if err != nil {
 		return nil, ask.Errorf(ask.CodeFailed, "form", "%s", err.Error())
 	}
-	o, err := ask.Outcome(ctx, ask.Question{Title: "UPS " + job.noun(), Message: job.header(len(res.Missing)), Form: form,
+	o, err := ask.Outcome(ctx, ask.Question{Title: words.title, Message: job.header(len(res.Missing)), Form: form,
 		Then: loop.next, Reprompt: job.reprompt, Missing: missingOf(res.Missing)})
 	if err != nil {
 		return nil, err
@@ -205,13 +216,14 @@ func (j shipJob) reprompt(errs []validator.FieldError, asked int) string {
 type shipLoop struct {
 	job     shipJob
 	env     Env
+	words   *wording
 	body    map[string]any
 	current []preflight.Rule
 }
 
 func (l *shipLoop) form(res Result) (*validator.Compiled, error) {
 	l.body, l.current = res.Body, res.Missing
-	return preflight.Form("UPS "+l.job.noun(), res.Missing, res.Body)
+	return preflight.Form(l.words.title, res.Missing, res.Body)
 }
 
 // next writes a valid answer back, checks the body again, and asks for what is newly
@@ -230,6 +242,7 @@ func (l *shipLoop) next(answers map[string]any) elicitation.Next {
 	if len(res.Missing) == 0 {
 		return elicitation.Next{Value: res.Body}
 	}
+	res.Missing = l.words.reword(res.Missing)
 	var msg strings.Builder
 	msg.WriteString("Still missing after elicitation:\n")
 	for _, r := range res.Missing {
