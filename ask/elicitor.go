@@ -77,6 +77,10 @@ type Options struct {
 	// Node names this Elicitor among those sharing Store: 1-64 letters, digits or '-',
 	// unique to each running process; random when empty (the usual choice).
 	Node string
+	// OnEnd, if set, is called once for each question that ends, on the goroutine of the
+	// handler that asked it, before Ask returns (a question of a node that is gone: on the
+	// node that finds it). It must return promptly: a webhook outbox's Add, say.
+	OnEnd func(Ending)
 }
 
 // Elicitor puts questions to the person behind a tool call, in the era the call speaks.
@@ -100,6 +104,7 @@ type Elicitor struct {
 	node      string // this Elicitor's name among those sharing the store
 	stopRelay func()
 	stopping  atomic.Bool   // Close has begun
+	onEnd     func(Ending)  // Options.OnEnd
 	roster    *roster       // with a store and a relay: this node's open 2025-11-25 questions
 	swept     atomic.Int64  // questions of dead nodes this node ended
 	idPrefix  string        // the node's name and '-': call ids never repeat across restarts
@@ -148,7 +153,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 		node = rand.Text()[:13]
 	}
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
-		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}}
+		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: o.OnEnd}
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
 	el.serveRelay(o.Store)
 	server.AddSendingMiddleware(attachWireSchema)
@@ -322,6 +327,8 @@ type Question struct {
 	// Missing is what the error for a client without form elicitation lists; Form's
 	// fields when nil.
 	Missing []Missing
+	// Template names the template Form came from, if any: Options.OnEnd hears it.
+	Template string
 }
 
 // Ask puts q to the person behind the tool call whose context ctx is (a handler registered
@@ -404,6 +411,7 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		spec.Idle = el.pullIdle
 	}
 	c.asks++
+	n := c.asks
 	if !c.until.IsZero() && c.asks >= c.liveAsk {
 		// The question a call taken over was asking keeps the deadline it had (the earlier
 		// ones were answered in time).
@@ -419,13 +427,14 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	}
 	if !c.pull && el.roster != nil {
 		// Its session dies with this node: the roster lets the survivors end it then.
-		el.roster.add(e.ID(), spec.Tool, el.clk.Now())
+		el.roster.add(e.ID(), spec.Tool, store.OwnerDigest(c.owner), el.clk.Now())
 		defer el.roster.remove(e.ID())
 	}
 	o := el.wait(ctx, c, e)
 	if c.pull {
 		c.setHow(o)
 	}
+	el.reportEnd(c, q, e, n, o)
 	return o, nil
 }
 

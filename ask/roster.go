@@ -63,10 +63,10 @@ func (el *Elicitor) startRoster() {
 	go r.run(ctx, el.clk)
 }
 
-func (r *roster) add(id, tool string, at time.Time) {
+func (r *roster) add(id, tool, owner string, at time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.open[id] = store.OpenQuestion{ID: id, Tool: tool, Created: at}
+	r.open[id] = store.OpenQuestion{ID: id, Tool: tool, Owner: owner, Created: at}
 	r.dirty = true
 }
 
@@ -180,6 +180,7 @@ func (r *roster) sweep(ctx context.Context) {
 				slog.String("state", elicitation.Cancelled.String()), slog.String("reason", elicitation.ClientGone.String()),
 				slog.String("node", rec.Node), slog.String("found_by", el.node),
 				slog.String("duration", now.Sub(q.Created).Round(time.Millisecond).String()))
+			el.reportSwept(ctx, q, now)
 		}
 	}
 }

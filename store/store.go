@@ -232,6 +232,7 @@ type Round struct {
 type OpenQuestion struct {
 	ID      string    `json:"id"`
 	Tool    string    `json:"tool,omitempty"`
+	Owner   string    `json:"owner,omitempty"` // OwnerDigest of the owner
 	Created time.Time `json:"created"`
 }
 

@@ -121,7 +121,7 @@ func (t *askUser) call(ctx context.Context, raw json.RawMessage) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	o, err := ask.Outcome(ctx, ask.Question{Title: form.Title(), Message: in.Message, Form: form,
+	o, err := ask.Outcome(ctx, ask.Question{Title: form.Title(), Message: in.Message, Form: form, Template: in.Template,
 		Timeout: time.Duration(in.TimeoutSeconds) * time.Second, MaxAttempts: in.MaxAttempts})
 	if err != nil {
 		return nil, err

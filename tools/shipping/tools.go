@@ -189,7 +189,7 @@ func (t *tools) ship(ctx context.Context, job shipJob) (json.RawMessage, error) 
 		return nil, ask.Errorf(ask.CodeFailed, "form", "%s", err.Error())
 	}
 	o, err := ask.Outcome(ctx, ask.Question{Title: words.title, Message: job.header(len(res.Missing)), Form: form,
-		Then: loop.next, Reprompt: job.reprompt, Missing: missingOf(res.Missing)})
+		Then: loop.next, Reprompt: job.reprompt, Missing: missingOf(res.Missing), Template: job.kind.TemplateName()})
 	if err != nil {
 		return nil, err
 	}
