@@ -1,0 +1,360 @@
+package webhook
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	standardwebhooks "github.com/standard-webhooks/standard-webhooks/libraries/go"
+
+	"github.com/elicitd/elicitd/store"
+)
+
+// Options configure a Deliverer.
+type Options struct {
+	// URLs are the receivers: every event goes to each of them. Each must pass ParseURL.
+	URLs []string
+	// Secret signs every webhook: "whsec_" and base64 (NewSecret makes one). Every
+	// receiver verifies with it.
+	Secret string
+	// Outbox holds the events until they are delivered: the store's (natsstore.Store's
+	// Outbox, shared by every node) or a memory.Outbox. Required.
+	Outbox store.Outbox
+	// AllowPrivate accepts http:// URLs and receivers on loopback or private addresses.
+	AllowPrivate bool
+	// Answers puts the questions' answers in the events, less the sensitive fields'
+	// (Ending.Sensitive), which never leave.
+	Answers bool
+	// HTTPClient sends the webhooks: Client(AllowPrivate) if nil. One of the caller's own
+	// should refuse redirects and private addresses as Client does.
+	HTTPClient *http.Client
+	// Clock times the retries, the webhook-timestamp header and the pause after the outbox
+	// failed (the store unavailable): the real clock if nil.
+	Clock clock.Clock
+	// Backoff says when a failed delivery is retried and when it is given up.
+	Backoff Backoff
+	// Workers is how many deliveries may be under way at once: 4 by default.
+	Workers int
+	// Timeout bounds one POST, from connecting to the answer's status: 10 s by default.
+	// Keep it well under the outbox's AckWait.
+	Timeout time.Duration
+	// Logger gets a line for each retry and each event given up (ids, URLs without their
+	// query, statuses; never a payload): nothing is logged if nil.
+	Logger *slog.Logger
+}
+
+// The defaults of Options.
+const (
+	DefaultWorkers = 4
+	DefaultTimeout = 10 * time.Second
+)
+
+// settleTimeout bounds an ack or a nak of the outbox.
+const settleTimeout = 10 * time.Second
+
+// unavailablePause is how long a worker waits, on the clock, after the outbox failed to
+// hand out an event (the store is unavailable) before asking again.
+const unavailablePause = time.Second
+
+// maxAnswerBody is how much of a receiver's answer is read (and dropped), so that its
+// connection can be used again.
+const maxAnswerBody = 64 << 10
+
+// Stats count deliveries since the Deliverer started, one per event and URL.
+type Stats struct {
+	Delivered uint64 // answered 2xx
+	Retries   uint64 // failed attempts that will be tried again
+	Failures  uint64 // given up: past the Backoff's bound, or an event that cannot be sent
+}
+
+// Deliverer sends events, signed by the Standard Webhooks scheme, to a set of URLs,
+// through an outbox: Send only adds to the outbox and returns, and Options.Workers
+// goroutines take the events from the outbox and POST them, one event at a time each. An
+// event goes to each URL as one outbox entry of its own (an entry per event and URL), so
+// a receiver that is down delays only its own events, and a retry never repeats a
+// delivery another URL has acknowledged.
+//
+// Every attempt of an event carries the same webhook-id (the event's id) and body, a
+// fresh webhook-timestamp and signature. A 2xx answer delivers it; any other answer, a
+// redirect, a timeout or a network error fails the attempt, and it is retried after the
+// Backoff's wait, until the Backoff gives it up. Delivery is at least once: a receiver
+// may get an event again (after a lost answer, or a node that died mid-delivery), never
+// with another id, and deduplicates by webhook-id.
+//
+// With a shared outbox, the deliverers of all nodes share the work: each entry is handed
+// to one deliverer at a time, and an entry taken by a node that dies is handed to another
+// after the outbox's AckWait.
+//
+// Its methods are safe for concurrent use.
+type Deliverer struct {
+	o       Options
+	targets []target
+	byKey   map[string]target
+	sign    *standardwebhooks.Webhook
+	client  *http.Client
+	own     bool // the client is ours: Stop closes its idle connections
+	clk     clock.Clock
+	backoff Backoff
+	log     *slog.Logger
+
+	pull     context.Context // ends when Stop begins: no more events are taken
+	stopPull context.CancelFunc
+	work     context.Context // ends when Stop's context does: deliveries are cut short
+	stopWork context.CancelFunc
+	wg       sync.WaitGroup
+
+	delivered, retries, failures atomic.Uint64
+}
+
+// target is one receiver: its URL, the key its outbox entries carry, and how logs show it.
+type target struct {
+	url   *url.URL
+	key   string
+	shown string // scheme, host and path: a query may hold a token
+}
+
+// envelope is an outbox entry: one event for one URL.
+type envelope struct {
+	ID   string    `json:"id"`   // the event's id: the webhook-id
+	URL  string    `json:"url"`  // the key of the target
+	Sent time.Time `json:"sent"` // when Send added it: the Backoff's bound runs from here
+	Body []byte    `json:"body"` // the event's JSON, exactly as signed and sent
+}
+
+// New checks o and starts the deliverer's workers. Its errors name the URL, or the
+// setting, that cannot be used; they never quote the secret.
+func New(o Options) (*Deliverer, error) {
+	if o.Outbox == nil {
+		return nil, errors.New("webhook: no outbox")
+	}
+	if len(o.URLs) == 0 {
+		return nil, errors.New("webhook: no URL to send to")
+	}
+	sign, err := signer(o.Secret)
+	if err != nil {
+		return nil, err
+	}
+	d := &Deliverer{o: o, sign: sign, byKey: map[string]target{}, client: o.HTTPClient, clk: o.Clock,
+		backoff: o.Backoff.WithDefaults(), log: o.Logger}
+	for _, raw := range o.URLs {
+		u, err := ParseURL(raw, o.AllowPrivate)
+		if err != nil {
+			return nil, err
+		}
+		sum := sha256.Sum256([]byte(u.String()))
+		t := target{url: u, key: hex.EncodeToString(sum[:6]), shown: u.Scheme + "://" + u.Host + u.EscapedPath()}
+		if _, dup := d.byKey[t.key]; dup {
+			continue
+		}
+		d.byKey[t.key] = t
+		d.targets = append(d.targets, t)
+	}
+	if d.client == nil {
+		d.client, d.own = Client(o.AllowPrivate), true
+	}
+	if d.clk == nil {
+		d.clk = clock.New()
+	}
+	if d.log == nil {
+		d.log = slog.New(slog.DiscardHandler)
+	}
+	if d.o.Workers <= 0 {
+		d.o.Workers = DefaultWorkers
+	}
+	if d.o.Timeout <= 0 {
+		d.o.Timeout = DefaultTimeout
+	}
+	d.pull, d.stopPull = context.WithCancel(context.Background())
+	d.work, d.stopWork = context.WithCancel(context.Background())
+	for range d.o.Workers {
+		d.wg.Add(1)
+		go d.worker()
+	}
+	return d, nil
+}
+
+// Send queues the event of e for every URL and returns once the outbox holds it: it never
+// waits for a receiver. It makes the event with NewEvent (answers only with
+// Options.Answers, never a sensitive field's). Sending one question's end again is
+// harmless: the outbox keeps one entry per event and URL within its dedupe window, so a
+// Send that failed with store.ErrUnavailable is simply sent again. Send works after Stop
+// too: another node's deliverer, or this one's successor, delivers the event.
+func (d *Deliverer) Send(ctx context.Context, e Ending) error {
+	ev, err := NewEvent(e, d.o.Answers)
+	if err != nil {
+		return err
+	}
+	body, err := json.Marshal(ev)
+	if err != nil {
+		return fmt.Errorf("webhook: event %s does not encode: %w", ev.ID, err)
+	}
+	sent := d.clk.Now()
+	var errs []error
+	for _, t := range d.targets {
+		entry, err := json.Marshal(envelope{ID: ev.ID, URL: t.key, Sent: sent, Body: body})
+		if err != nil {
+			return fmt.Errorf("webhook: event %s does not encode: %w", ev.ID, err)
+		}
+		if err := d.o.Outbox.Add(ctx, ev.ID+"."+t.key, entry); err != nil {
+			errs = append(errs, fmt.Errorf("webhook: queue event %s for %s: %w", ev.ID, t.shown, err))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// Stats returns the counts so far.
+func (d *Deliverer) Stats() Stats {
+	return Stats{Delivered: d.delivered.Load(), Retries: d.retries.Load(), Failures: d.failures.Load()}
+}
+
+// Stop stops taking events and waits for the deliveries under way to end, until ctx ends;
+// then it cuts them short, hands their events back to the outbox at once (for another
+// node, or the next start), and waits for the workers to return. It returns ctx's error if
+// it had to cut deliveries short. Events still in the outbox stay there. Calling Stop
+// again waits again.
+func (d *Deliverer) Stop(ctx context.Context) error {
+	d.stopPull()
+	done := make(chan struct{})
+	go func() {
+		d.wg.Wait()
+		close(done)
+	}()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		err = ctx.Err()
+		d.stopWork()
+		<-done
+	}
+	d.stopWork()
+	if d.own {
+		d.client.CloseIdleConnections()
+	}
+	return err
+}
+
+// worker delivers one event after another until Stop.
+func (d *Deliverer) worker() {
+	defer d.wg.Done()
+	for {
+		dl, err := d.o.Outbox.Next(d.pull)
+		if err != nil {
+			if d.pull.Err() != nil {
+				return
+			}
+			d.log.Warn("webhook outbox unavailable; trying again", "err", err)
+			t := d.clk.Timer(unavailablePause)
+			select {
+			case <-d.pull.Done():
+				t.Stop()
+				return
+			case <-t.C:
+			}
+			continue
+		}
+		d.deliver(dl)
+	}
+}
+
+// deliver makes one attempt of one outbox entry and settles it.
+func (d *Deliverer) deliver(dl store.Delivery) {
+	var env envelope
+	if err := json.Unmarshal(dl.Payload(), &env); err != nil || env.ID == "" {
+		d.failures.Add(1)
+		d.settle(dl, "ack", dl.Ack)
+		d.log.Error("webhook outbox entry cannot be read; dropped", "entry", dl.ID())
+		return
+	}
+	t, ok := d.byKey[env.URL]
+	if !ok {
+		d.failures.Add(1)
+		d.settle(dl, "ack", dl.Ack)
+		d.log.Warn("webhook event for a URL no longer configured; dropped", "id", env.ID, "entry", dl.ID())
+		return
+	}
+	err := d.post(t, env)
+	if err == nil {
+		d.delivered.Add(1)
+		d.settle(dl, "ack", dl.Ack)
+		return
+	}
+	if d.work.Err() != nil { // cut short by Stop: not an attempt; someone else goes on
+		d.settle(dl, "nak", func(ctx context.Context) error { return dl.Nak(ctx, 0) })
+		return
+	}
+	wait, again := d.backoff.Next(dl.Attempt(), env.Sent, d.clk.Now())
+	if !again {
+		d.failures.Add(1)
+		d.settle(dl, "ack", dl.Ack)
+		d.log.Warn("webhook given up", "id", env.ID, "url", t.shown, "attempts", dl.Attempt(), "err", err)
+		return
+	}
+	d.retries.Add(1)
+	d.settle(dl, "nak", func(ctx context.Context) error { return dl.Nak(ctx, wait) })
+	d.log.Info("webhook attempt failed; retrying", "id", env.ID, "url", t.shown, "attempt", dl.Attempt(), "wait", wait, "err", err)
+}
+
+// settle acks or naks dl. A failure is logged and otherwise left to the outbox: an entry
+// not settled is handed out again after its AckWait.
+func (d *Deliverer) settle(dl store.Delivery, what string, f func(context.Context) error) {
+	ctx, cancel := context.WithTimeout(context.Background(), settleTimeout)
+	defer cancel()
+	if err := f(ctx); err != nil {
+		d.log.Warn("webhook outbox "+what+" failed; the entry comes back after the outbox's AckWait", "entry", dl.ID(), "err", err)
+	}
+}
+
+// StatusError is an attempt whose receiver answered with a status other than 2xx.
+type StatusError struct{ Code int }
+
+func (e *StatusError) Error() string {
+	return fmt.Sprintf("the receiver answered %d %s", e.Code, http.StatusText(e.Code))
+}
+
+// post sends env to t once, signed now.
+func (d *Deliverer) post(t target, env envelope) error {
+	ctx, cancel := context.WithTimeout(d.work, d.o.Timeout)
+	defer cancel()
+	now := d.clk.Now()
+	sig, err := d.sign.Sign(env.ID, now, env.Body)
+	if err != nil {
+		return err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, t.url.String(), bytes.NewReader(env.Body))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("User-Agent", "elicitd-webhooks")
+	req.Header.Set(standardwebhooks.HeaderWebhookID, env.ID)
+	req.Header.Set(standardwebhooks.HeaderWebhookTimestamp, strconv.FormatInt(now.Unix(), 10))
+	req.Header.Set(standardwebhooks.HeaderWebhookSignature, sig)
+	resp, err := d.client.Do(req)
+	if err != nil {
+		var ue *url.Error
+		if errors.As(err, &ue) {
+			return ue.Err // without the URL, whose query may hold a token
+		}
+		return err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, maxAnswerBody))
+	resp.Body.Close()
+	if resp.StatusCode/100 != 2 {
+		return &StatusError{Code: resp.StatusCode}
+	}
+	return nil
+}
