@@ -81,6 +81,8 @@ type Options struct {
 	// handler that asked it, before Ask returns (a question of a node that is gone: on the
 	// node that finds it). It must return promptly: a webhook outbox's Add, say.
 	OnEnd func(Ending)
+	// MoreStats, if set, adds figures to the stats resource: each key's value, as JSON.
+	MoreStats map[string]func() any
 }
 
 // Elicitor puts questions to the person behind a tool call, in the era the call speaks.
@@ -103,8 +105,9 @@ type Elicitor struct {
 	relay     store.Relay
 	node      string // this Elicitor's name among those sharing the store
 	stopRelay func()
-	stopping  atomic.Bool   // Close has begun
-	onEnd     func(Ending)  // Options.OnEnd
+	stopping  atomic.Bool  // Close has begun
+	onEnd     func(Ending) // Options.OnEnd
+	moreStats map[string]func() any
 	roster    *roster       // with a store and a relay: this node's open 2025-11-25 questions
 	swept     atomic.Int64  // questions of dead nodes this node ended
 	idPrefix  string        // the node's name and '-': call ids never repeat across restarts
@@ -153,7 +156,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 		node = rand.Text()[:13]
 	}
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
-		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: o.OnEnd}
+		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: o.OnEnd, moreStats: o.MoreStats}
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
 	el.serveRelay(o.Store)
 	server.AddSendingMiddleware(attachWireSchema)

@@ -50,7 +50,7 @@ func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n
 		if c.isFenced() || c.recorded() && el.stopping.Load() && o.State == elicitation.Cancelled && o.Reason == elicitation.Shutdown {
 			return
 		}
-		key = c.id + "." + strconv.Itoa(n)
+		key = c.id + "_q" + strconv.Itoa(n)
 	}
 	end := Ending{QuestionID: e.ID(), Key: key, Tool: o.Tool, Template: q.Template, Owner: store.OwnerDigest(c.owner),
 		State: o.State, Reason: o.Reason, Attempts: o.Attempts, Created: o.Created, Ended: o.Ended}

@@ -79,6 +79,11 @@ type Event struct {
 // it.
 type Ending struct {
 	QuestionID string
+	// Key, when set, names this end the same on every node that may report it (a question
+	// taken over by another node ends there under another QuestionID): the event's id is
+	// EventID(Key), so a receiver sees one id however often the end is reported. Empty:
+	// QuestionID.
+	Key string
 	Tool       string
 	Template   string // the template the form came from, if any
 	// Owner is an opaque id of the question's owner. Give a digest (store.OwnerDigest),
@@ -97,8 +102,8 @@ type Ending struct {
 	Sensitive []string
 }
 
-// EventID is the id of the event of question questionID's end.
-func EventID(questionID string) string { return "evt_" + questionID + "_ended" }
+// EventID is the id of the event of the end named key (Ending.Key, else its QuestionID).
+func EventID(key string) string { return "evt_" + key + "_ended" }
 
 // ErrInvalidEnding is matched (errors.Is) by the errors of NewEvent.
 var ErrInvalidEnding = errors.New("webhook: invalid ending")
@@ -110,12 +115,19 @@ func NewEvent(e Ending, answers bool) (Event, error) {
 	if !store.ValidID(e.QuestionID) {
 		return Event{}, fmt.Errorf("%w: question id %q: want 1-128 letters, digits, '-', '_' or '='", ErrInvalidEnding, e.QuestionID)
 	}
+	key := e.QuestionID
+	if e.Key != "" {
+		if !store.ValidID(e.Key) {
+			return Event{}, fmt.Errorf("%w: key %q: want 1-128 letters, digits, '-', '_' or '='", ErrInvalidEnding, e.Key)
+		}
+		key = e.Key
+	}
 	outcome, err := OutcomeOf(e.State, e.Reason)
 	if err != nil {
 		return Event{}, fmt.Errorf("%w: question %s: %w", ErrInvalidEnding, e.QuestionID, err)
 	}
 	ev := Event{
-		ID: EventID(e.QuestionID), Type: EventEnded, QuestionID: e.QuestionID, Tool: e.Tool, Template: e.Template,
+		ID: EventID(key), Type: EventEnded, QuestionID: e.QuestionID, Tool: e.Tool, Template: e.Template,
 		Owner: e.Owner, Outcome: outcome, Attempts: e.Attempts, Created: e.Created.UTC(), Ended: e.Ended.UTC(),
 	}
 	if outcome != OutcomeCompleted && outcome != OutcomeTimeout {

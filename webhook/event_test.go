@@ -101,3 +101,27 @@ func TestNewEventRefuses(t *testing.T) {
 		require.ErrorIs(t, err, webhook.ErrInvalidEnding, "%+v", e)
 	}
 }
+
+// An end reported under two question ids (a question taken over by another node) with one
+// Key is one event id; a Key an id cannot hold is refused.
+func TestEventIDComesFromTheKey(t *testing.T) {
+	base := webhook.Ending{Tool: "ask_user", Owner: "o", State: "completed", Created: time.Unix(1, 0), Ended: time.Unix(2, 0), Key: "node1-7_q1"}
+	a, b := base, base
+	a.QuestionID, b.QuestionID = "QA", "QB"
+	ea, err := webhook.NewEvent(a, false)
+	require.NoError(t, err)
+	eb, err := webhook.NewEvent(b, false)
+	require.NoError(t, err)
+	assert.Equal(t, "evt_node1-7_q1_ended", ea.ID)
+	assert.Equal(t, ea.ID, eb.ID)
+	assert.Equal(t, "QB", eb.QuestionID)
+
+	a.Key = "no.dots/here"
+	_, err = webhook.NewEvent(a, false)
+	assert.ErrorIs(t, err, webhook.ErrInvalidEnding)
+
+	a.Key = ""
+	ea, err = webhook.NewEvent(a, false)
+	require.NoError(t, err)
+	assert.Equal(t, webhook.EventID("QA"), ea.ID, "no key: the question id")
+}

@@ -53,7 +53,7 @@ func ParseURL(raw string, allowPrivate bool) (*url.URL, error) {
 	}
 	switch {
 	case u.Scheme == "http" && !allowPrivate:
-		return nil, bad("plain http is allowed only for private receivers (allowPrivate)")
+		return nil, bad("plain http is allowed only for private receivers (elicitd: --webhook-allow-private)")
 	case u.Fragment != "" || strings.Contains(raw, "#"):
 		return nil, bad("a webhook URL has no #fragment")
 	}
@@ -65,7 +65,7 @@ func ParseURL(raw string, allowPrivate bool) (*url.URL, error) {
 		return nil, bad("%s is not a public address (allowed only with allowPrivate)", a)
 	}
 	if host == "localhost" || strings.HasSuffix(host, ".localhost") {
-		return nil, bad("localhost is not a public host (allowed only with allowPrivate)")
+		return nil, bad("localhost is not a public host (allowed only with elicitd's --webhook-allow-private)")
 	}
 	return u, nil
 }

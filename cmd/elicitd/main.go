@@ -138,6 +138,22 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		opts.Store = st
 		logger.Info("questions are kept in the store", "store", cfg.store.kind, "data_dir", cfg.store.dataDir)
 	}
+	hooks, err := startWebhooks(context.Background(), cfg.webhooks, st, logger)
+	if err != nil {
+		fmt.Fprintf(stderr, "elicitd: %v\n", err)
+		return 2
+	}
+	if hooks != nil {
+		defer func() {
+			// After the questions have ended (and queued their events): deliveries under
+			// way get a moment; what is left stays in the outbox.
+			ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
+			defer cancel()
+			_ = hooks.Stop(ctx)
+		}()
+		opts.OnEnd, opts.MoreStats = webhookOnEnd(hooks, logger), map[string]func() any{"webhooks": webhookStats(hooks)}
+		logger.Info("question ends are sent to webhooks", "urls", len(cfg.webhooks.urls), "answers", cfg.webhooks.answers)
+	}
 	if cfg.http.addr != "" {
 		return runHTTP(cfg, opts, logger, stderr)
 	}
@@ -238,6 +254,7 @@ type config struct {
 	memoryLimit    int64
 	store          storeConfig
 	cpuProfile     string
+	webhooks       webhookConfig
 	templates      templateConfig
 }
 
@@ -259,6 +276,38 @@ type setting struct {
 	name, env, usage, def string
 	check                 func(string) error // parses into the config; says what it accepts
 }
+
+// Settings whose flag is not plain text: a boolean's flag given alone means true; a
+// repeated one's values are joined by commas.
+var (
+	booleanSettings  = map[string]bool{"webhook-answers": true, "webhook-allow-private": true}
+	repeatedSettings = map[string]bool{"webhook": true}
+)
+
+// flagText is a setting's flag: its text, a boolean's "true" when given alone, a repeated
+// flag's values joined by commas.
+type flagText struct {
+	s               *string
+	boolean, repeat bool
+	given           bool
+}
+
+func (f *flagText) String() string {
+	if f == nil || f.s == nil {
+		return ""
+	}
+	return *f.s
+}
+
+func (f *flagText) Set(v string) error {
+	if f.repeat && f.given {
+		v = *f.s + "," + v
+	}
+	*f.s, f.given = v, true
+	return nil
+}
+
+func (f *flagText) IsBoolFlag() bool { return f.boolean }
 
 func durationIn(dst *time.Duration, lo, hi time.Duration, zeroOK bool) func(string) error {
 	return func(s string) error {
@@ -351,6 +400,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"nats-user", "ELICITD_NATS_USER", "--store nats://...: the user name (the password comes from ELICITD_NATS_PASSWORD only)", "", text(&c.store.user)},
 		{"nats-creds", "ELICITD_NATS_CREDS", "--store nats://...: a NATS .creds file (JWT and NKey seed)", "", text(&c.store.creds)},
 		{"nats-ca", "ELICITD_NATS_CA", "--store nats://...: a PEM file of the CAs that sign the servers' certificates (tls:// servers)", "", text(&c.store.ca)},
+		{"webhook", "ELICITD_WEBHOOK", "POST a signed event (Standard Webhooks) to this URL whenever a question ends; give the flag again, or commas, for several URLs; the secret comes from ELICITD_WEBHOOK_SECRET only", "", func(s string) error {
+			c.webhooks.urls = splitList(s)
+			return nil
+		}},
+		{"webhook-answers", "ELICITD_WEBHOOK_ANSWERS", "with --webhook: put the answers in the events (never those of sensitive fields, passwords or files)", "false", boolean(&c.webhooks.answers)},
+		{"webhook-allow-private", "ELICITD_WEBHOOK_ALLOW_PRIVATE", "with --webhook: allow http:// and receivers on loopback or private addresses (a receiver on this machine or network)", "false", boolean(&c.webhooks.allowPrivate)},
 		{"cpu-profile", "ELICITD_CPU_PROFILE", "write a Go CPU profile (go tool pprof) of the whole run to this file, for performance reports; it is complete once elicitd has exited", "", text(&c.cpuProfile)},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
@@ -363,7 +418,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	fs.SetOutput(io.Discard) // a parse error is one line, written by run; -help prints the usage
 	values := map[string]*string{}
 	for _, s := range settings {
-		values[s.name] = fs.String(s.name, s.def, fmt.Sprintf("%s (env %s)", s.usage, s.env))
+		usage := fmt.Sprintf("%s (env %s)", s.usage, s.env)
+		if !booleanSettings[s.name] && !repeatedSettings[s.name] {
+			values[s.name] = fs.String(s.name, s.def, usage)
+			continue
+		}
+		v := s.def
+		values[s.name] = &v
+		fs.Var(&flagText{s: &v, boolean: booleanSettings[s.name], repeat: repeatedSettings[s.name]}, s.name, usage)
 	}
 	fs.BoolVar(&c.version, "version", false, "print the version and exit")
 	fs.BoolVar(&c.conformance, "conformance-fixtures", false, "also serve the tools the MCP conformance suite calls")
@@ -413,6 +475,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, err
 	}
 	if err := c.store.settle(c.http.addr != "", getenv); err != nil {
+		return c, err
+	}
+	if err := c.webhooks.settle(getenv("ELICITD_WEBHOOK_SECRET")); err != nil {
 		return c, err
 	}
 	if c.page.maxHeld > c.memoryLimit-64<<20 {

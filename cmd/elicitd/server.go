@@ -49,6 +49,8 @@ type options struct {
 	// server loads them again on SIGHUP, until close.
 	Templates    *templates.Set
 	TemplateDirs []string
+	OnEnd        func(ask.Ending)      // see ask.Options.OnEnd: the webhooks
+	MoreStats    map[string]func() any // see ask.Options.MoreStats
 }
 
 // server is elicitd: an MCP server with elicitd's tools, all asking through one Elicitor.
@@ -73,7 +75,8 @@ func newServer(o options, version string) *server {
 	}), pages: o.Pages, opts: o, log: o.Logger}
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
 		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle,
-		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait, Store: o.Store})
+		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait, Store: o.Store,
+		OnEnd: o.OnEnd, MoreStats: o.MoreStats})
 	set := o.Templates
 	if set == nil {
 		var err error
