@@ -11,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/elicitd/elicitd/validator"
 )
@@ -19,18 +20,26 @@ import (
 // NAME: all of them, or, when anything is wrong, none. Its *Error then lists every problem
 // of every file: a name NamePattern does not allow, JSON that does not parse (with its line
 // and column) or has a key the form language does not know, a form that does not compile
-// (each of validator.Compile's problems, naming its field), a name already taken (by a
-// template added before, or by a file of another directory), and an override its builtin's
-// Fits refuses. A directory that cannot be read is an error too, naming it.
+// (each of validator.Compile's problems, naming its field) or that has a default on a field
+// asked on elicitd's page, a name already taken (by a template added before, or by a file
+// of another directory), and an override its builtin's Fits refuses. A directory that
+// cannot be read is an error too, naming it.
 //
-// Files whose names do not end in ".json", start with a dot (editors' temporary files),
-// and subdirectories are skipped. A file replaces a builtin of its name (AddBuiltin), if
-// the builtin's Fits accepts it.
+// Skipped are files whose names do not end in ".json" or start with a dot (editors'
+// temporary files), and anything that is not a regular file or a link to one:
+// subdirectories, dangling links, FIFOs, sockets, devices (Load never waits on one). A
+// directory given twice is read once. A file replaces a builtin of its name (AddBuiltin),
+// if the builtin's Fits accepts it.
 func (s *Set) Load(dirs ...string) error {
 	var ps problems
 	var found []*Template
 	seen := map[string]string{} // name -> the file of this Load that has it
+	loaded := map[string]bool{} // the directories read, cleaned: one given twice is read once
 	for _, dir := range dirs {
+		if loaded[filepath.Clean(dir)] {
+			continue
+		}
+		loaded[filepath.Clean(dir)] = true
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			ps.add(ErrInvalid, dir, "", "", "cannot read the directory: %v", unwrapPath(err))
@@ -42,8 +51,8 @@ func (s *Set) Load(dirs ...string) error {
 			if !ok || strings.HasPrefix(e.Name(), ".") {
 				continue
 			}
-			if info, err := os.Stat(file); err != nil || info.IsDir() {
-				continue // a subdirectory, or a dangling link
+			if info, err := os.Stat(file); err != nil || !info.Mode().IsRegular() {
+				continue // a subdirectory, a dangling link, a FIFO, a socket, a device
 			}
 			if other, dup := seen[name]; dup {
 				ps.add(ErrDuplicate, file, name, "", "the name %q is taken: %s defines it too", name, other)
@@ -118,13 +127,17 @@ func (s *Set) read(name, file string) (*Template, problems) {
 	return t, nil
 }
 
-// readAtMost reads a file of at most limit bytes.
+// readAtMost reads a regular file of at most limit bytes. It opens without blocking, so a
+// FIFO put in the file's place after Load looked at it is refused rather than waited on.
 func readAtMost(file string, limit int) ([]byte, error) {
-	f, err := os.Open(file)
+	f, err := os.OpenFile(file, os.O_RDONLY|syscall.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, unwrapPath(err)
 	}
 	defer f.Close()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return nil, errors.New("is not a regular file")
+	}
 	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
 	if err != nil {
 		return nil, unwrapPath(err)

@@ -3,6 +3,7 @@ package templates
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"maps"
 	"regexp"
 	"slices"
@@ -40,20 +41,27 @@ type Template struct {
 	// form any tool may ask.
 	Tool string
 
-	def validator.Form
+	// The definition, kept as JSON so that each Definition is a copy of its own, and what
+	// JSON does not carry: the answer size limit and the fields' Go checks.
+	def            json.RawMessage
+	maxAnswerBytes int
+	checks         []func(value any, answers map[string]any) error
 }
 
-// Definition returns a copy of the template's form definition, as it was given, for a caller
-// that compiles it again with more set (defaults, an answer size limit). Compiling it
-// unchanged gives the template's Form.
+// Definition returns a deep copy of the template's form definition, for a caller that
+// compiles it again with more set (defaults, an answer size limit): nothing the caller
+// changes in it, pointers and lists included, reaches the template. Its values are as JSON
+// decodes them, as a file's are (a number is a float64, a list a []any); a field's Check
+// and the form's MaxAnswerBytes are the ones given. Compiling it unchanged gives the
+// template's Form.
 func (t *Template) Definition() validator.Form {
-	f := t.def
-	f.Fields = slices.Clone(f.Fields)
+	var f validator.Form
+	if err := json.Unmarshal(t.def, &f); err != nil || len(f.Fields) != len(t.checks) {
+		panic(fmt.Sprintf("templates: the definition of %q does not decode: %v", t.Name, err)) // compile encoded it
+	}
+	f.MaxAnswerBytes = t.maxAnswerBytes
 	for i := range f.Fields {
-		fd := &f.Fields[i]
-		fd.Options = slices.Clone(fd.Options)
-		fd.URLSchemes = slices.Clone(fd.URLSchemes)
-		fd.Accept = slices.Clone(fd.Accept)
+		f.Fields[i].Check = t.checks[i]
 	}
 	return f
 }
@@ -88,7 +96,9 @@ func New() *Set {
 
 // Add compiles form and adds it as the template called name. It returns an *Error (and
 // adds nothing) when the name is not allowed (ErrName), already taken (ErrDuplicate), or
-// the form does not compile (ErrInvalid, one problem for each of validator.Compile's).
+// the form does not compile (ErrInvalid, one problem for each of validator.Compile's) or
+// gives a default to a field asked on elicitd's page (ErrInvalid, naming the field: a
+// template's JSON is shown to every client that reads it).
 func (s *Set) Add(name string, form validator.Form) error {
 	t, ps := compile(name, "", form)
 	if ps.err() != nil {
@@ -169,7 +179,8 @@ func (s *Set) All() []*Template {
 	return out
 }
 
-// compile checks a template's name and compiles its form, reporting every problem.
+// compile checks a template's name and compiles its form, reporting every problem; a default
+// on a field asked on elicitd's page (a secret, a password) is one.
 func compile(name, file string, form validator.Form) (*Template, problems) {
 	var ps problems
 	if !NamePattern.MatchString(name) {
@@ -188,7 +199,21 @@ func compile(name, file string, form validator.Form) (*Template, problems) {
 		ps.add(ErrInvalid, file, name, "form", "%v", err)
 		return nil, ps
 	}
-	t := &Template{Name: name, Form: c, Source: file, def: form}
-	t.def = t.Definition() // a copy: later changes to form do not reach it
+	for _, f := range form.Fields {
+		if f.NeedsPage() && f.Type != validator.File && f.Default != nil { // a file's default is Compile's problem
+			ps.add(ErrInvalid, file, name, f.Name, "is asked on elicitd's page (a secret or a file), and takes no default: a template's default is shown to every client that reads it")
+		}
+	}
+	def, err := json.Marshal(form) // a copy: later changes to form do not reach it
+	if err != nil {
+		ps.add(ErrInvalid, file, name, "form", "cannot be written as JSON: %v", err)
+	}
+	if len(ps) > 0 {
+		return nil, ps
+	}
+	t := &Template{Name: name, Form: c, Source: file, def: def, maxAnswerBytes: form.MaxAnswerBytes}
+	for _, f := range form.Fields {
+		t.checks = append(t.checks, f.Check)
+	}
 	return t, nil
 }

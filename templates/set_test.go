@@ -255,3 +255,76 @@ func TestErrorWording(t *testing.T) {
 	}}
 	assert.EqualError(t, two, "2 problems:\n  /t/a.json: form: has no fields\n  /t/b.json: line 2, column 3: bad JSON")
 }
+
+// Definition is a deep copy: changing what the returned form's pointers, lists, rules and
+// defaults hold does not change the template.
+func TestDefinitionIsADeepCopy(t *testing.T) {
+	set := templates.New()
+	require.NoError(t, set.Add("deep", validator.Form{Fields: []validator.Field{
+		{Name: "n", Type: validator.Text, MinLength: validator.Ptr(1), MaxLength: validator.Ptr(9)},
+		{Name: "lo", Type: validator.Number, Minimum: validator.Ptr(0.0), Maximum: validator.Ptr(10.0),
+			ExclusiveMinimum: validator.Ptr(-1.0), ExclusiveMaximum: validator.Ptr(11.0)},
+		{Name: "hi", Type: validator.Number, Compare: &validator.Comparison{Op: "gt", Field: "lo"},
+			RequiredWhen: &validator.Condition{Field: "n", OneOf: []any{"a", "b"}}},
+		{Name: "tags", Type: validator.MultiSelect, MinItems: validator.Ptr(1), MaxItems: validator.Ptr(2), Default: []string{"x"},
+			Options: []validator.Option{{Value: "x"}, {Value: "y"}}, When: &validator.Condition{Field: "n", Equals: "a"}},
+	}}))
+	tmpl, _ := set.Get("deep")
+	before, err := json.Marshal(tmpl.Definition())
+	require.NoError(t, err)
+
+	def := tmpl.Definition()
+	*def.Fields[0].MinLength, *def.Fields[0].MaxLength = 5, 6
+	*def.Fields[1].Minimum, *def.Fields[1].Maximum = 5, 6
+	*def.Fields[1].ExclusiveMinimum, *def.Fields[1].ExclusiveMaximum = 5, 6
+	def.Fields[2].Compare.Op, def.Fields[2].RequiredWhen.Field = "lt", "x"
+	def.Fields[2].RequiredWhen.OneOf[0] = "z"
+	*def.Fields[3].MinItems, *def.Fields[3].MaxItems = 5, 6
+	def.Fields[3].When.Equals = "b"
+	switch l := def.Fields[3].Default.(type) {
+	case []string:
+		l[0] = "y"
+	case []any:
+		l[0] = "y"
+	default:
+		t.Fatalf("a list default is %T", l)
+	}
+	after, err := json.Marshal(tmpl.Definition())
+	require.NoError(t, err)
+	assert.JSONEq(t, string(before), string(after), "the template is as it was")
+}
+
+// A default on a field asked on elicitd's page would be served to every client in
+// resources/read, and pre-filled nowhere: it is a template problem, naming the field.
+func TestADefaultOnAPageFieldIsRefused(t *testing.T) {
+	set := templates.New()
+	err := set.Add("login", validator.Form{Fields: []validator.Field{
+		{Name: "user", Type: validator.Text, Default: "ada"},
+		{Name: "api_key", Type: validator.Text, Sensitive: true, Default: "k-123"},
+		{Name: "password", Type: validator.Text, Widget: "password", Default: "hunter2"},
+	}})
+	assert.ErrorIs(t, err, templates.ErrInvalid)
+	assert.Equal(t, []string{
+		`template "login": field "api_key": is asked on elicitd's page (a secret or a file), and takes no default: a template's default is shown to every client that reads it`,
+		`template "login": field "password": is asked on elicitd's page (a secret or a file), and takes no default: a template's default is shown to every client that reads it`,
+	}, problemsOf(t, err, ""))
+	assert.Empty(t, set.Names())
+
+	dir := writeFiles(t, map[string]string{
+		"login.json": `{"fields": [{"name": "api_key", "type": "text", "sensitive": true, "default": "k-123"}]}`,
+		"cv.json":    `{"fields": [{"name": "cv", "type": "file", "default": "x"}]}`,
+	})
+	assert.Equal(t, []string{
+		`cv.json: field "cv": is a file field with a default; a file cannot have one`,
+		`login.json: field "api_key": is asked on elicitd's page (a secret or a file), and takes no default: a template's default is shown to every client that reads it`,
+	}, problemsOf(t, set.Load(dir), dir))
+	assert.Empty(t, set.Names())
+}
+
+// A directory given twice is loaded once: its files are not duplicates of themselves.
+func TestLoadTakesADirectoryOnce(t *testing.T) {
+	dir := writeFiles(t, map[string]string{"contact.json": contactJSON})
+	set := templates.New()
+	require.NoError(t, set.Load(dir, dir+string(filepath.Separator), filepath.Join(dir, ".")))
+	assert.Equal(t, []string{"contact"}, set.Names())
+}

@@ -52,13 +52,16 @@ func (t *askUser) templateNames() []string {
 }
 
 // askUserSchema is ask_user's input schema: AskUserInput's, with the template names as the
-// enum of "template"; without templates, "template" and "defaults" are left out, so an agent
-// is not led to guess a name.
+// enum of "template"; without templates, "template" and "defaults" are left out, and "form"
+// does not mention them, so an agent is not led to guess a name.
 func askUserSchema(names []string) *jsonschema.Schema {
 	schema := ask.InputSchema[AskUserInput]()
 	if len(names) == 0 {
 		delete(schema.Properties, "template")
 		delete(schema.Properties, "defaults")
+		if form := schema.Properties["form"]; form != nil {
+			form.Description = strings.Replace(form.Description, "give form, schema or template", "give form or schema", 1)
+		}
 		return schema
 	}
 	tmpl := schema.Properties["template"]
@@ -68,8 +71,24 @@ func askUserSchema(names []string) *jsonschema.Schema {
 	return schema
 }
 
+// describeAskUser is ask_user's description: with templates to ask, it ends with how to ask
+// one, by a name there is (names, sorted); without, it does not mention them.
+func describeAskUser(names []string) string {
+	if len(names) == 0 {
+		return askUserDescription
+	}
+	return askUserDescription + fmt.Sprintf(`
+Or ask a form the operator defined once, by name: {"message": "...", "template": %q}; the
+names are the values "template" takes, and each is the resource elicitd://templates/NAME,
+which shows its fields. "defaults" pre-fills fields by name ({"FIELD": value}): each must be
+a valid answer to its field, and they must hold together by the template's rules.`, names[0])
+}
+
 // templateForm returns the form of the template called name, with defaults (a JSON object
-// by field name, or nil) as its fields' defaults, each checked against its field's rules.
+// by field name, or nil) as its fields' defaults, each checked against its field's rules,
+// then all of them together, with the template's own defaults, against the rules between
+// fields (compare, the fields' checks). A null default is refused: it would drop the
+// template's own default without a word.
 func (t *askUser) templateForm(name string, defaults json.RawMessage) (*validator.Compiled, error) {
 	a, ok := t.templates[name]
 	if !ok {
@@ -107,6 +126,8 @@ func (t *askUser) templateForm(name string, defaults json.RawMessage) (*validato
 		switch {
 		case !ok:
 			problems = append(problems, validator.Problem{Field: name, Message: "is not a field of the template"})
+		case values[name] == nil:
+			problems = append(problems, validator.Problem{Field: name, Message: "is null; leave it out to keep the template's default, or give a value"})
 		case def.Fields[i].NeedsPage():
 			problems = append(problems, validator.Problem{Field: name, Message: "is asked on elicitd's page (a secret or a file), and takes no default"})
 		default:
@@ -115,8 +136,11 @@ func (t *askUser) templateForm(name string, defaults json.RawMessage) (*validato
 	}
 	c, err := validator.Compile(def)
 	if err == nil && len(problems) == 0 {
-		t.forms.add(key, c)
-		return c, nil
+		if problems = defaultsTogether(def, values); len(problems) == 0 {
+			t.forms.add(key, c)
+			return c, nil
+		}
+		return nil, defaultsError(name, problems, a.def)
 	}
 	var de *validator.DefinitionError
 	if err != nil && !errors.As(err, &de) {
@@ -134,6 +158,45 @@ func (t *askUser) templateForm(name string, defaults json.RawMessage) (*validato
 		return nil, ask.Errorf(ask.CodeInvalidArgument, "invalid_default", "%s", err.Error())
 	}
 	return nil, defaultsError(name, problems, a.def)
+}
+
+// defaultsTogether checks the defaults of def, each a valid answer to its field, against
+// each other: every field, the conditional ones too, is given its default (the agent's, in
+// given, or the template's) and the whole is checked as one answer. A problem is reported on
+// a field the agent gave: a field of its own that breaks a rule, or the field a template's
+// default is compared with.
+func defaultsTogether(def validator.Form, given map[string]any) []validator.Problem {
+	flat := def
+	flat.Fields = slices.Clone(def.Fields)
+	compared := map[string]string{} // field -> the field its compare names
+	for i := range flat.Fields {
+		f := &flat.Fields[i]
+		f.When, f.Required = nil, false // all asked at once; a blank field takes its default
+		if f.Compare != nil {
+			compared[f.Name] = f.Compare.Field
+		}
+	}
+	c, err := validator.Compile(flat)
+	if err != nil {
+		return nil // def compiled: the rules left are sound, and nothing to check here
+	}
+	_, errs := c.ValidatePartial(map[string]any{})
+	var problems []validator.Problem
+	for _, fe := range errs {
+		msg := strings.TrimPrefix(fe.Message, fe.Label+": ")
+		_, givenHere := given[fe.Field]
+		other := compared[fe.Field]
+		_, givenThere := given[other]
+		switch {
+		case givenHere:
+			problems = append(problems, validator.Problem{Field: fe.Field, Message: msg})
+		case fe.Constraint == "compare" && givenThere:
+			problems = append(problems, validator.Problem{Field: other,
+				Message: fmt.Sprintf("is at odds with the template's default of %q, which %s", fe.Field, msg)})
+		}
+		// Else a field the agent did not give: required, say, which the person answers.
+	}
+	return problems
 }
 
 // defaultsError words the defaults' problems, naming each field.

@@ -3,6 +3,7 @@ package tools
 import (
 	"context"
 	"encoding/json"
+	"strconv"
 	"testing"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -94,6 +95,8 @@ func TestAskUserTemplateErrorsNameWhatIsWrong(t *testing.T) {
 		{map[string]any{"message": "m", "template": "contact", "form": nameForm}, "INVALID_FORM", "form_or_schema",
 			`give exactly one of "form", "schema" and "template": "form" and "template" were given`},
 		{map[string]any{"message": "m"}, "INVALID_FORM", "form_or_schema", `give one of "form", "schema" and "template": none was given`},
+		{map[string]any{"message": "m", "template": ""}, "INVALID_ARGUMENT", "invalid_arguments", `"template" is empty: give the name of a template`},
+		{map[string]any{"message": "m", "template": "", "form": nameForm}, "INVALID_ARGUMENT", "invalid_arguments", `"template" is empty`},
 		{map[string]any{"message": "m", "template": "contacts"}, "INVALID_ARGUMENT", "unknown_template",
 			`unknown template "contacts": the templates are contact, login`},
 		{map[string]any{"message": "m", "template": "parcel"}, "INVALID_ARGUMENT", "unknown_template",
@@ -183,3 +186,109 @@ func TestAskUserTemplateHasTheAnswerLimit(t *testing.T) {
 }
 
 var nameForm = map[string]any{"fields": []any{map[string]any{"name": "name", "type": "text"}}}
+
+// rangeSet holds templates whose fields are checked against each other.
+func rangeSet(t *testing.T) *templates.Set {
+	t.Helper()
+	set := templates.New()
+	require.NoError(t, set.Add("range", validator.Form{Fields: []validator.Field{
+		{Name: "lo", Type: validator.Number, Label: "Lo", Default: 3},
+		{Name: "hi", Type: validator.Number, Label: "Hi", Compare: &validator.Comparison{Op: "gt", Field: "lo"}},
+		{Name: "unit", Type: validator.Select, Label: "Unit", Default: "kg", Options: []validator.Option{{Value: "kg"}, {Value: "lb"}}},
+		{Name: "note", Type: validator.Text, Label: "Note", RequiredWhen: &validator.Condition{Field: "unit", Equals: "lb"}},
+		{Name: "extra", Type: validator.Number, Label: "Extra", When: &validator.Condition{Field: "lo", Present: true},
+			Compare: &validator.Comparison{Op: "ge", Field: "lo"}},
+	}}))
+	require.NoError(t, set.Add("span", validator.Form{Fields: []validator.Field{
+		{Name: "from", Type: validator.Date, Label: "From"},
+		{Name: "to", Type: validator.Date, Label: "To", Default: "2030-01-10", Compare: &validator.Comparison{Op: "gt", Field: "from"}},
+	}}))
+	return set
+}
+
+// A null default would drop the template's own: it is refused, naming the field. Defaults
+// are checked together, and with the template's own defaults, by the rules between fields;
+// each problem names a field the agent gave.
+func TestAskUserTemplateDefaultsAreCheckedTogether(t *testing.T) {
+	tool := &askUser{forms: newFormCache(formCacheBudget, formCacheEntries), templates: askableTemplates(rangeSet(t), 0)}
+	for _, c := range []struct {
+		template, defaults string
+		want               []validator.Problem
+	}{
+		{"range", `{"unit": null}`, []validator.Problem{{Field: "unit", Message: "is null; leave it out to keep the template's default, or give a value"}}},
+		{"range", `{"lo": null, "hi": 5}`, []validator.Problem{{Field: "lo", Message: "is null; leave it out to keep the template's default, or give a value"}}},
+		{"range", `{"lo": 10, "hi": 1}`, []validator.Problem{{Field: "hi", Message: "must be greater than Lo"}}},
+		{"range", `{"hi": 1}`, []validator.Problem{{Field: "hi", Message: "must be greater than Lo"}}},
+		{"range", `{"lo": 10, "hi": 1, "extra": 2}`, []validator.Problem{
+			{Field: "hi", Message: "must be greater than Lo"}, {Field: "extra", Message: "must be at least Lo"}}},
+		{"span", `{"from": "2030-02-01"}`, []validator.Problem{
+			{Field: "from", Message: `is at odds with the template's default of "to", which must be after From`}}},
+	} {
+		_, err := tool.templateForm(c.template, json.RawMessage(c.defaults))
+		var e *ask.Error
+		if !assert.ErrorAs(t, err, &e, c.defaults) {
+			continue
+		}
+		assert.Equal(t, "invalid_default", e.Reason, c.defaults)
+		assert.Equal(t, map[string]any{"problems": c.want}, e.Details, c.defaults)
+		for _, p := range c.want {
+			assert.Contains(t, e.Message, strconv.Quote(p.Field)+" "+p.Message, c.defaults)
+		}
+	}
+
+	for _, good := range []struct{ template, defaults string }{
+		{"range", `{"lo": 1, "hi": 2, "extra": 1}`}, {"range", `{"unit": "lb"}`}, {"range", `{"hi": 4}`}, {"span", `{"from": "2030-01-01"}`},
+	} {
+		_, err := tool.templateForm(good.template, json.RawMessage(good.defaults))
+		assert.NoError(t, err, "%s: a field the defaults make required is the person's to answer", good.defaults)
+	}
+	form, err := tool.templateForm("range", json.RawMessage(`{"hi": 4}`))
+	require.NoError(t, err)
+	data, errs := form.Validate(map[string]any{})
+	require.Empty(t, errs)
+	assert.Equal(t, map[string]any{"lo": 3.0, "hi": 4.0, "unit": "kg"}, data, "the template's own defaults stay")
+}
+
+// ask_user's description suggests a template only when there are templates to ask, and
+// then by a name there is.
+func TestAskUserDescriptionMentionsTemplatesOnlyWhenThereAreSome(t *testing.T) {
+	describe := func(set *templates.Set) (string, string) {
+		srv := serverWith(t, set)
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := srv.Connect(context.Background(), st, nil)
+		require.NoError(t, err)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
+		tools, err := cs.ListTools(context.Background(), nil)
+		require.NoError(t, err)
+		require.Len(t, tools.Tools, 1)
+		raw, err := json.Marshal(tools.Tools[0].InputSchema)
+		require.NoError(t, err)
+		var schema struct {
+			Properties map[string]struct {
+				Description string `json:"description"`
+			} `json:"properties"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &schema))
+		return tools.Tools[0].Description, schema.Properties["form"].Description
+	}
+	for _, set := range []*templates.Set{nil, templates.New(), func() *templates.Set {
+		s := templates.New()
+		require.NoError(t, s.AddBuiltin(templates.Builtin{Name: "parcel", Tool: "ship", Form: validator.Form{Fields: []validator.Field{
+			{Name: "weight", Type: validator.Number}}}}))
+		return s
+	}()} {
+		desc, form := describe(set)
+		assert.NotContains(t, desc, "template")
+		assert.NotContains(t, desc, "defaults")
+		assert.Contains(t, desc, `"schema"`)
+		assert.NotContains(t, form, "template")
+	}
+	desc, form := describe(rangeSet(t))
+	assert.Contains(t, desc, `{"message": "...", "template": "range"}`)
+	assert.Contains(t, desc, "elicitd://templates/NAME")
+	assert.Contains(t, desc, `"defaults"`)
+	assert.NotContains(t, desc, `"contact"`)
+	assert.Contains(t, form, "template")
+}

@@ -38,6 +38,8 @@ type AskUserResult struct {
 	Errors   []validator.FieldError `json:"errors,omitempty"` // the last answer's problems, when it ran out of attempts
 }
 
+// askUserDescription is ask_user's description when there are no templates to ask;
+// describeAskUser adds how to ask one when there are.
 const askUserDescription = `Ask the person using this client a structured question and wait for the answer (MCP form elicitation).
 
 Give "message" (what you ask and why) and "form": a title and fields in order. Each field has
@@ -68,11 +70,7 @@ whose link the client shows (URL mode), and the plain fields of the same form ar
 client's form first. A file comes back as {"name", "type" (sniffed from its bytes), "size",
 "sha256", "base64"}; in the result's text a secret and a file's bytes are left out (they are in
 the structured content). A client without URL mode gets ELICITATION_UNSUPPORTED naming them.
-Instead of "form" you may pass an MCP requestedSchema as "schema".
-Or ask a form the operator defined once, by name: {"message": "...", "template": "contact",
-"defaults": {"country": "CA"}}; the names are the values "template" takes, and each is the
-resource elicitd://templates/NAME. "defaults" pre-fills fields (each a valid answer to its
-field).`
+Instead of "form" you may pass an MCP requestedSchema as "schema".`
 
 // AskUserOptions configure ask_user. Zero values take the defaults noted.
 type AskUserOptions struct {
@@ -92,8 +90,9 @@ type AskUserOptions struct {
 func AskUser(o AskUserOptions) ask.Tool {
 	t := &askUser{maxAnswerBytes: o.MaxAnswerBytes, forms: newFormCache(formCacheBudget, formCacheEntries),
 		templates: askableTemplates(o.Templates, o.MaxAnswerBytes)}
-	tool := ask.RawTool[AskUserInput]("ask_user", "Ask the user", askUserDescription, t.call).
-		WithInputSchema(askUserSchema(t.templateNames()))
+	names := t.templateNames()
+	tool := ask.RawTool[AskUserInput]("ask_user", "Ask the user", describeAskUser(names), t.call).
+		WithInputSchema(askUserSchema(names))
 	// It asks what its arguments say and returns the answers, acting on nothing: it may be
 	// replayed on another node, or after a restart.
 	tool.Replayable = true
@@ -201,6 +200,9 @@ func decodeAskUser(raw json.RawMessage) (askUserArgs, error) {
 		if v, ok := fields[arg.name]; ok && string(v) != "null" && json.Unmarshal(v, arg.dst) != nil {
 			return bad("%q must be a string, got %s", arg.name, v)
 		}
+	}
+	if v, ok := fields["template"]; ok && string(v) != "null" && in.Template == "" {
+		return bad(`"template" is empty: give the name of a template, or leave "template" out`)
 	}
 	for _, arg := range []struct {
 		name string

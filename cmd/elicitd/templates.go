@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -62,18 +63,26 @@ func loadTemplates(dirs []string) (*templates.Set, error) {
 
 // served is what a server serves of its templates, replaced as a whole on a reload.
 type served struct {
-	mu   sync.Mutex // held while the templates are replaced
-	set  *templates.Set
-	uris []string // the resources added for them
+	mu     sync.Mutex // held while the templates are replaced
+	set    *templates.Set
+	uris   []string // the resources added for them
+	closed bool     // the server is closing: a reload that ends now serves nothing
 }
+
+// errClosing refuses a reload that ends once the server is closing.
+var errClosing = errors.New("templates not reloaded: elicitd is stopping")
 
 // serveTemplates adds ask_user asking set's templates, the shipping tools worded by theirs,
 // and a resource for each template, replacing those of the set served before: the SDK then
 // tells connected clients that the tool and resource lists changed. A question already
-// asked keeps the form it was asked with.
-func (s *server) serveTemplates(set *templates.Set) {
+// asked keeps the form it was asked with. Once the server is closing, it serves nothing
+// (errClosing).
+func (s *server) serveTemplates(set *templates.Set) error {
 	s.templates.mu.Lock()
 	defer s.templates.mu.Unlock()
+	if s.templates.closed {
+		return errClosing
+	}
 	s.el.Add(s.mcp, tools.AskUser(tools.AskUserOptions{MaxAnswerBytes: s.opts.MaxAnswerBytes, Templates: set}))
 	if old := s.templates.set; old == nil || !sameTemplates(old, set, shipping.CreateTemplate, shipping.RateTemplate) {
 		// Added again only when reworded: each addition starts its UPS client afresh.
@@ -100,6 +109,7 @@ func (s *server) serveTemplates(set *templates.Set) {
 		s.mcp.RemoveResources(gone...)
 	}
 	s.templates.set, s.templates.uris = set, uris
+	return nil
 }
 
 // sameTemplates reports whether a and b have the same templates of these names.
@@ -140,7 +150,10 @@ func (s *server) reloadTemplates() error {
 		s.log.Warn("templates not reloaded: the templates served stay until every problem is fixed", "error", firstLine(err))
 		return err
 	}
-	s.serveTemplates(set)
+	if err := s.serveTemplates(set); err != nil {
+		s.log.Warn("templates not reloaded: elicitd is stopping")
+		return err
+	}
 	s.log.Info("templates reloaded", "templates", strings.Join(set.Names(), ","))
 	return nil
 }
@@ -150,29 +163,59 @@ func firstLine(err error) string {
 	return line
 }
 
+// reloadStopWait bounds how long stopping the SIGHUP watcher waits for a reload under way.
+// A reload stuck reading a file (a hung network mount) is abandoned: it serves nothing once
+// the server is closed.
+const reloadStopWait = 2 * time.Second
+
 // watchReloads reloads the templates on every SIGHUP until the returned stop is called,
-// which waits for a reload under way.
+// which waits for a reload under way, for reloadStopWait at most.
 func (s *server) watchReloads() (stop func()) {
 	hup := make(chan os.Signal, 1)
 	signal.Notify(hup, syscall.SIGHUP)
+	stopWatching := watch(hup, func() { _ = s.reloadTemplates() }, reloadStopWait)
+	return func() {
+		signal.Stop(hup)
+		s.templates.mu.Lock()
+		s.templates.closed = true // a reload that ends from now on serves nothing
+		s.templates.mu.Unlock()
+		if !stopWatching() {
+			s.log.Warn("a template reload is stuck, reading the template directories: abandoned", "waited", reloadStopWait)
+		}
+	}
+}
+
+// watch calls reload on every signal on hup until the returned stop is called, which waits
+// for a reload under way for wait at most. Stop reports whether the watcher ended in time;
+// when it did not, the reload goes on, abandoned, and the watcher ends after it.
+func watch(hup <-chan os.Signal, reload func(), wait time.Duration) (stop func() (inTime bool)) {
 	done, exited := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(exited)
 		for {
 			select {
 			case <-hup:
-				_ = s.reloadTemplates()
+				select {
+				case <-done: // stopped with a signal pending: no reload
+					return
+				default:
+				}
+				reload()
 			case <-done:
 				return
 			}
 		}
 	}()
 	var once sync.Once
-	return func() {
-		once.Do(func() {
-			signal.Stop(hup)
-			close(done)
-			<-exited
-		})
+	return func() bool {
+		once.Do(func() { close(done) })
+		t := time.NewTimer(wait)
+		defer t.Stop()
+		select {
+		case <-exited:
+			return true
+		case <-t.C:
+			return false
+		}
 	}
 }

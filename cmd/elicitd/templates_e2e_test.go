@@ -399,11 +399,25 @@ func TestSIGHUPReloadsTemplates(t *testing.T) {
 	}
 }
 
-// A reload that finds a bad template keeps the templates served, says why in the log, and
-// elicitd goes on.
+// A reload that finds a bad template keeps the templates served (tools and resources), says
+// why in the log, tells no client anything changed, and elicitd goes on: the next good
+// reload is heard once, as one change of the tools and one of the resources.
 func TestSIGHUPWithABadTemplateKeepsTheOldOnes(t *testing.T) {
 	dir := templateDir(t, map[string]string{"contact.json": contactV1})
 	w := startWatching(t, "2025-11-25", []string{"--templates", dir}, accept(map[string]any{"name": "Ada"}))
+	resources := func() []string {
+		list, err := w.cs.ListResources(timeout(t), nil)
+		require.NoError(t, err)
+		var uris []string
+		for _, r := range list.Resources {
+			uris = append(uris, r.URI)
+		}
+		slices.Sort(uris)
+		return uris
+	}
+	servedBefore := resources()
+	require.Contains(t, servedBefore, "elicitd://templates/contact")
+
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "contact.json"), []byte(`{"fields": [{"name": "name", "type": "txt"}]}`), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "delivery.json"), []byte(`{"fields": [{"name": "city", "type": "text"}]}`), 0o644))
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGHUP))
@@ -411,13 +425,31 @@ func TestSIGHUPWithABadTemplateKeepsTheOldOnes(t *testing.T) {
 	log := w.stderr.String()
 	assert.Contains(t, log, `level=WARN msg="template problem" problem="`+filepath.Join(dir, "contact.json")+`: field \"name\": has unknown type \"txt\"`)
 	assert.Equal(t, []any{"contact"}, askUserProperties(t, w.cs)["template"]["enum"], "delivery, good, waits for contact to be fixed")
+	assert.Equal(t, servedBefore, resources(), "no resource for delivery")
 	assert.Equal(t, contactV1, readTemplate(t, w.cs, "contact").Text)
 	out, isErr := w.call(t, timeout(t), "ask_user", map[string]any{"message": "Who?", "template": "contact"})
 	require.False(t, isErr, "%v", out)
 	assert.Equal(t, "completed", out["status"])
+
+	// Fixed, and reloaded: one change of each list is heard, the good reload's. A change
+	// the bad reload had announced would have come before it, and be a second.
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "contact.json"), []byte(contactV2), 0o644))
+	require.NoError(t, w.cmd.Process.Signal(syscall.SIGHUP))
+	require.Eventually(t, func() bool { return strings.Contains(w.stderr.String(), "templates reloaded") }, failsafe, 20*time.Millisecond)
+	waitFor(t, w.toolsChanged, "notifications/tools/list_changed")
+	waitFor(t, w.resourcesChanged, "notifications/resources/list_changed")
+	assert.Equal(t, []any{"contact", "delivery"}, askUserProperties(t, w.cs)["template"]["enum"])
+	assert.Contains(t, resources(), "elicitd://templates/delivery")
+	out, isErr = w.call(t, timeout(t), "ask_user", map[string]any{"message": "Who?", "template": "delivery"})
+	require.False(t, isErr, "%v", out)
 	select {
 	case <-w.toolsChanged:
-		t.Error("a reload that failed changed the tools")
+		t.Error("the tools were said to change twice: the reload that failed announced a change")
+	default:
+	}
+	select {
+	case <-w.resourcesChanged:
+		t.Error("the resources were said to change twice: the reload that failed announced a change")
 	default:
 	}
 }

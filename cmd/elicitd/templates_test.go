@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -55,4 +57,69 @@ func TestReloadReplacesTheTemplatesServed(t *testing.T) {
 	assert.Contains(t, log.String(), `msg="template problem" problem="`+filepath.Join(dir, "contact.json")+`: form: has no fields; a form needs at least one"`)
 	assert.Equal(t, []any{"contact"}, askUserProperties(t, cs)["template"]["enum"], "the set served stays")
 	assert.Equal(t, contactV1, readTemplate(t, cs, "contact").Text)
+}
+
+// Stopping the SIGHUP watcher does not wait for ever on a reload stuck reading a file: the
+// reload is abandoned, and stop returns.
+func TestStoppingTheReloadWatcherDoesNotWaitOnAStuckReload(t *testing.T) {
+	hup := make(chan os.Signal, 1)
+	started, release := make(chan struct{}), make(chan struct{})
+	t.Cleanup(func() { close(release) }) // the stuck reload ends with the test: no goroutine leaks
+	stop := watch(hup, func() {
+		close(started)
+		<-release
+	}, time.Millisecond)
+	hup <- syscall.SIGHUP
+	select {
+	case <-started:
+	case <-time.After(failsafe):
+		t.Fatal("no reload")
+	}
+	stopped := make(chan bool, 1)
+	go func() { stopped <- stop() }()
+	select {
+	case inTime := <-stopped:
+		assert.False(t, inTime, "the reload was abandoned")
+	case <-time.After(failsafe):
+		t.Fatal("stop waits for ever on a stuck reload")
+	}
+}
+
+// A watcher that is not reloading stops at once, and says so.
+func TestStoppingAnIdleReloadWatcher(t *testing.T) {
+	hup := make(chan os.Signal, 1)
+	reloaded := make(chan struct{}, 1)
+	stop := watch(hup, func() { reloaded <- struct{}{} }, failsafe)
+	hup <- syscall.SIGHUP
+	select {
+	case <-reloaded:
+	case <-time.After(failsafe):
+		t.Fatal("no reload")
+	}
+	assert.True(t, stop(), "ended in time")
+	assert.True(t, stop(), "stop may be called again")
+}
+
+// A reload that ends after the server has closed (one stop abandoned) serves nothing.
+func TestNoReloadIsServedOnceTheServerIsClosed(t *testing.T) {
+	dir := templateDir(t, map[string]string{"contact.json": contactV1})
+	set, err := loadTemplates([]string{dir})
+	require.NoError(t, err)
+	srv := newServer(options{Templates: set, TemplateDirs: []string{dir}, Logger: slog.New(slog.NewTextHandler(&syncBuffer{}, nil))}, "test")
+	require.NoError(t, srv.close(context.Background(), elicitation.Shutdown))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "delivery.json"), []byte(`{"fields": [{"name": "city", "type": "text"}]}`), 0o644))
+	assert.Error(t, srv.reloadTemplates())
+	srv.templates.mu.Lock()
+	defer srv.templates.mu.Unlock()
+	assert.True(t, set == srv.templates.set, "the set served stays")
+}
+
+// A directory given twice is read once: its files are not duplicates of themselves.
+func TestTemplatesGivenTwiceAreReadOnce(t *testing.T) {
+	dir := templateDir(t, map[string]string{"contact.json": contactV1})
+	var c templateConfig
+	require.NoError(t, c.parse(dir+","+dir+string(filepath.Separator)))
+	tmpl, ok := c.set.Get("contact")
+	require.True(t, ok)
+	assert.Equal(t, filepath.Join(dir, "contact.json"), tmpl.Source)
 }

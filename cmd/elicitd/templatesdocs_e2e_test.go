@@ -78,7 +78,7 @@ func TestTemplatesDocShowsTheExample(t *testing.T) {
 }
 
 // The curl recipe reads a built-in template into a file; elicitd takes that file as it is,
-// and reworded, as the built-in's replacement.
+// and reworded, as the built-in's replacement. When it fails, the file already there stays.
 func TestTemplatesDocCurlRecipe(t *testing.T) {
 	var recipe string
 	for _, b := range docBlocks(t, templatesDoc) {
@@ -86,7 +86,7 @@ func TestTemplatesDocCurlRecipe(t *testing.T) {
 			recipe += b.text
 		}
 	}
-	require.Contains(t, recipe, "read_template create_shipment > create_shipment.json")
+	require.Contains(t, recipe, "read_template create_shipment > create_shipment.json.tmp")
 	s := startHTTPWith(t, []string{"--store", "memory"})
 	dir := t.TempDir()
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
@@ -117,10 +117,19 @@ func TestTemplatesDocCurlRecipe(t *testing.T) {
 	tmpl, _ := set.Get("create_shipment")
 	assert.Equal(t, "Expédition", tmpl.Form.Title())
 
-	// The recipe fails, rather than writing an empty file, when there is no such template.
-	cmd = exec.CommandContext(ctx, "sh", "-e", "-c", strings.Replace(recipe, "read_template create_shipment", "read_template nope", 1))
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "ELICITD_URL="+s.url)
-	out, err = cmd.CombinedOutput()
-	assert.Error(t, err, "%s", out)
+	// The recipe fails, and leaves the file there as it was, when there is no such template
+	// or no elicitd to read it from.
+	for _, c := range []struct{ name, recipe, url string }{
+		{"no such template", strings.Replace(recipe, "read_template create_shipment", "read_template nope", 1), s.url},
+		{"no elicitd", recipe, "http://127.0.0.1:1/mcp"},
+	} {
+		cmd = exec.CommandContext(ctx, "sh", "-e", "-c", c.recipe)
+		cmd.Dir = dir
+		cmd.Env = append(os.Environ(), "ELICITD_URL="+c.url)
+		out, err = cmd.CombinedOutput()
+		assert.Error(t, err, "%s: %s", c.name, out)
+		kept, err := os.ReadFile(filepath.Join(dir, "create_shipment.json"))
+		require.NoError(t, err)
+		assert.True(t, bytes.Equal(reworded, kept), "%s: the file is as it was, not %d bytes of %q...", c.name, len(kept), kept[:min(len(kept), 40)])
+	}
 }
