@@ -23,6 +23,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/charmbracelet/x/term"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -106,6 +107,10 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		return 0
 	}
 	tuneMemory(getenv, cfg.memoryLimit)
+	// Everything written to stderr from here on goes through one buffer, in order.
+	logw := newLogWriter(stderr, clock.New(), logInterval)
+	defer logw.Close()
+	stderr = logw
 	if cfg.cpuProfile != "" {
 		stop, err := startCPUProfile(cfg.cpuProfile)
 		if err != nil {
