@@ -133,20 +133,7 @@ const maxOutboxIDLen = 255
 
 // ValidOutboxID reports whether id can name an outbox event: 1-255 letters, digits, '-',
 // '_', '=' or '.'.
-func ValidOutboxID(id string) bool {
-	if id == "" || len(id) > maxOutboxIDLen {
-		return false
-	}
-	for i := 0; i < len(id); i++ {
-		c := id[i]
-		switch {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '=', c == '.':
-		default:
-			return false
-		}
-	}
-	return true
-}
+func ValidOutboxID(id string) bool { return validName(id, maxOutboxIDLen, ".") }
 
 // CheckOutboxEvent reports what makes an event unfit to add under o: an invalid id
 // (ErrInvalid) or a payload over o.MaxEventBytes (ErrTooLarge).

@@ -68,6 +68,7 @@ import (
 	"fmt"
 	"io"
 	"slices"
+	"strings"
 	"time"
 )
 
@@ -285,14 +286,18 @@ func (l Limits) WithDefaults() Limits {
 const maxIDLen = 128
 
 // ValidID reports whether id can name a record: 1-128 letters, digits, '-', '_' or '='.
-func ValidID(id string) bool {
-	if id == "" || len(id) > maxIDLen {
+func ValidID(id string) bool { return validName(id, maxIDLen, "") }
+
+// validName reports whether id is 1 to max letters, digits, '-', '_', '=' or one of extra.
+func validName(id string, max int, extra string) bool {
+	if id == "" || len(id) > max {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
 		c := id[i]
 		switch {
 		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '-', c == '_', c == '=':
+		case strings.IndexByte(extra, c) >= 0:
 		default:
 			return false
 		}

@@ -58,38 +58,16 @@ func RunOutbox(t *testing.T, newOutbox OutboxFactory) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newOutbox(t, tc.o)
-			tc.run(&outboxEnv{T: t, h: h, o: tc.o.WithDefaults()})
+			tc.run(&outboxEnv{timed: timed{T: t, clk: h.Clock}, h: h, o: tc.o.WithDefaults()})
 		})
 	}
 }
 
 // outboxEnv is one test's outbox and its time.
 type outboxEnv struct {
-	*testing.T
+	timed
 	h OutboxHarness
 	o store.OutboxOptions
-}
-
-func (e *outboxEnv) ctx() context.Context {
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	e.Cleanup(cancel)
-	return ctx
-}
-
-func (e *outboxEnv) now() time.Time {
-	if e.h.Clock != nil {
-		return e.h.Clock.Now()
-	}
-	return time.Now()
-}
-
-// passTo moves a mock clock to at (never back); real time passes on its own.
-func (e *outboxEnv) passTo(at time.Time) {
-	if m := e.h.Clock; m != nil {
-		if d := at.Sub(m.Now()); d > 0 {
-			m.Add(d)
-		}
-	}
 }
 
 // add adds event id with a payload that names it.

@@ -77,35 +77,41 @@ func Run(t *testing.T, newStore Factory) {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
 			h := newStore(t, tc.lim)
-			tc.run(&env{T: t, h: h, s: h.Store, lim: tc.lim.WithDefaults()})
+			tc.run(&env{timed: timed{T: t, clk: h.Clock}, h: h, s: h.Store, lim: tc.lim.WithDefaults()})
 		})
 	}
 }
 
 // env is one test's store and its time.
 type env struct {
-	*testing.T
+	timed
 	h   Harness
 	s   store.Store
 	lim store.Limits
 }
 
-func (e *env) ctx() context.Context {
+// timed is one test and its time: a mock clock (nil: real time).
+type timed struct {
+	*testing.T
+	clk *clock.Mock
+}
+
+func (e timed) ctx() context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	e.Cleanup(cancel)
 	return ctx
 }
 
-func (e *env) now() time.Time {
-	if e.h.Clock != nil {
-		return e.h.Clock.Now()
+func (e timed) now() time.Time {
+	if e.clk != nil {
+		return e.clk.Now()
 	}
 	return time.Now()
 }
 
 // passTo moves a mock clock to at (never back); real time passes on its own.
-func (e *env) passTo(at time.Time) {
-	if m := e.h.Clock; m != nil {
+func (e timed) passTo(at time.Time) {
+	if m := e.clk; m != nil {
 		if d := at.Sub(m.Now()); d > 0 {
 			m.Add(d)
 		}
