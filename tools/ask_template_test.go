@@ -131,17 +131,7 @@ func TestAskUserTemplateErrorsNameWhatIsWrong(t *testing.T) {
 // templates, it has no "template" to guess at.
 func TestAskUserSchemaListsTheTemplates(t *testing.T) {
 	schemaOf := func(set *templates.Set) map[string]any {
-		srv := serverWith(t, set)
-		st, ct := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		require.NoError(t, err)
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
-		tools, err := cs.ListTools(context.Background(), nil)
-		require.NoError(t, err)
-		require.Len(t, tools.Tools, 1)
-		raw, _ := json.Marshal(tools.Tools[0].InputSchema)
+		raw, _ := json.Marshal(listedAskUser(t, set).InputSchema)
 		var schema map[string]any
 		require.NoError(t, json.Unmarshal(raw, &schema))
 		return schema["properties"].(map[string]any)
@@ -253,17 +243,8 @@ func TestAskUserTemplateDefaultsAreCheckedTogether(t *testing.T) {
 // then by a name there is.
 func TestAskUserDescriptionMentionsTemplatesOnlyWhenThereAreSome(t *testing.T) {
 	describe := func(set *templates.Set) (string, string) {
-		srv := serverWith(t, set)
-		st, ct := mcp.NewInMemoryTransports()
-		ss, err := srv.Connect(context.Background(), st, nil)
-		require.NoError(t, err)
-		cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
-		require.NoError(t, err)
-		t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
-		tools, err := cs.ListTools(context.Background(), nil)
-		require.NoError(t, err)
-		require.Len(t, tools.Tools, 1)
-		raw, err := json.Marshal(tools.Tools[0].InputSchema)
+		tool := listedAskUser(t, set)
+		raw, err := json.Marshal(tool.InputSchema)
 		require.NoError(t, err)
 		var schema struct {
 			Properties map[string]struct {
@@ -271,7 +252,7 @@ func TestAskUserDescriptionMentionsTemplatesOnlyWhenThereAreSome(t *testing.T) {
 			} `json:"properties"`
 		}
 		require.NoError(t, json.Unmarshal(raw, &schema))
-		return tools.Tools[0].Description, schema.Properties["form"].Description
+		return tool.Description, schema.Properties["form"].Description
 	}
 	for _, set := range []*templates.Set{nil, templates.New(), func() *templates.Set {
 		s := templates.New()
@@ -291,4 +272,21 @@ func TestAskUserDescriptionMentionsTemplatesOnlyWhenThereAreSome(t *testing.T) {
 	assert.Contains(t, desc, `"defaults"`)
 	assert.NotContains(t, desc, `"contact"`)
 	assert.Contains(t, form, "template")
+}
+
+// listedAskUser returns ask_user as a client's tools/list shows it, on a server whose
+// ask_user asks set's templates.
+func listedAskUser(t *testing.T, set *templates.Set) *mcp.Tool {
+	t.Helper()
+	srv := serverWith(t, set)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := srv.Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(context.Background(), ct, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
+	tools, err := cs.ListTools(context.Background(), nil)
+	require.NoError(t, err)
+	require.Len(t, tools.Tools, 1)
+	return tools.Tools[0]
 }
