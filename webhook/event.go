@@ -83,9 +83,9 @@ type Ending struct {
 	// taken over by another node ends there under another QuestionID): the event's id is
 	// EventID(Key), so a receiver sees one id however often the end is reported. Empty:
 	// QuestionID.
-	Key string
-	Tool       string
-	Template   string // the template the form came from, if any
+	Key      string
+	Tool     string
+	Template string // the template the form came from, if any
 	// Owner is an opaque id of the question's owner. Give a digest (store.OwnerDigest),
 	// never a credential: receivers see it.
 	Owner string
