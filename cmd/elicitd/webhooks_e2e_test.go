@@ -257,3 +257,55 @@ func TestBadWebhookSettingsExitTwo(t *testing.T) {
 		})
 	}
 }
+
+// Three nodes on a 3-node NATS cluster share one outbox: thirty questions answered across
+// them give thirty events, each delivered once; a question whose node is killed mid-way and
+// which ends on another node gives one event, with the answers given on both.
+func TestWebhooksAcrossThreeNodes(t *testing.T) {
+	secret := webhook.NewSecret()
+	r := newReceiver(t, secret)
+	urls := natsCluster(t, 3)
+	args := []string{"--store", strings.Join(urls, ","), "--store-replicas", "3", "--rate", "0", "--webhook", r.srv.URL + "/hooks",
+		"--webhook-allow-private", "--webhook-answers"}
+	var nodes []*httpServer
+	for range 3 {
+		nodes = append(nodes, startHTTPWith(t, args, "ELICITD_WEBHOOK_SECRET="+secret))
+	}
+
+	const n = 30
+	for i := range n {
+		s := nodes[i%3]
+		cs, err := connectHTTP(t, s, "", "", accept(map[string]any{"name": "Ada", "age": 20 + i}))
+		require.NoError(t, err)
+		out, isErr := callTool(t, cs, "ask_user", ageArgs)
+		require.False(t, isErr, "%v", out)
+	}
+	ids := map[string]bool{}
+	for range n {
+		id, ev := r.next(t)
+		assert.Equal(t, "completed", ev["outcome"])
+		ids[id] = true
+	}
+	assert.Len(t, ids, n, "thirty questions, thirty events")
+
+	// Round 1 on A, a bad answer on A; A is killed; the good answer on C, which takes the
+	// question over and ends it.
+	a, c := nodes[0], nodes[2]
+	first, err := pullByHand(t, a, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	require.NoError(t, err)
+	second := round(t, a, first.RequestState, 1, map[string]any{"name": "Grace", "age": 12})
+	_, fields := askedFields(t, second)
+	require.Equal(t, []string{"age"}, fields)
+	a.kill(t)
+	done := structured(t, round(t, c, second.RequestState, 2, map[string]any{"age": 37}))
+	require.Equal(t, "completed", done["status"], "%v", done)
+	id, ev := r.next(t)
+	assert.Equal(t, map[string]any{"name": "Grace", "age": float64(37)}, ev["answers"])
+	assert.EqualValues(t, 2, ev["attempts"], "the bad answer given on A counts")
+
+	for id, got := range r.deliveries() {
+		assert.Equal(t, 1, got, "event %s delivered once", id)
+	}
+	assert.Len(t, r.deliveries(), n+1)
+	assert.False(t, ids[id])
+}
