@@ -309,3 +309,29 @@ func TestWebhooksAcrossThreeNodes(t *testing.T) {
 	assert.Len(t, r.deliveries(), n+1)
 	assert.False(t, ids[id])
 }
+
+// A push-era question whose session the host closes ends client_gone, and says so.
+func TestWebhookOfAQuestionWhoseClientWentAway(t *testing.T) {
+	secret := webhook.NewSecret()
+	r := newReceiver(t, secret)
+	s := startHTTPWith(t, webhookArgs(r, t.TempDir()), "ELICITD_WEBHOOK_SECRET="+secret)
+	asked := make(chan struct{}, 1)
+	release := make(chan struct{})
+	defer close(release)
+	cs, err := connectHTTP(t, s, "2025-11-25", "", neverAnswers(asked, release))
+	require.NoError(t, err)
+	go func() {
+		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "m", "form": nameForm}})
+	}()
+	<-asked
+	del, err := http.NewRequest(http.MethodDelete, s.url, nil)
+	require.NoError(t, err)
+	del.Header.Set("Mcp-Session-Id", cs.ID())
+	res, err := http.DefaultClient.Do(del)
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	_, ev := r.next(t)
+	assert.Equal(t, "client_gone", ev["outcome"])
+	assert.Equal(t, "ask_user", ev["tool"])
+	assert.Nil(t, ev["answers"])
+}
