@@ -65,6 +65,10 @@ const (
 // settleTimeout bounds an ack or a nak of the outbox.
 const settleTimeout = 10 * time.Second
 
+// foreignURLWait is how long an entry for a URL this deliverer does not have waits for
+// a deliverer that has it.
+const foreignURLWait = time.Minute
+
 // unavailablePause is how long a worker waits, on the clock, after the outbox failed to
 // hand out an event (the store is unavailable) before asking again.
 const unavailablePause = time.Second
@@ -281,9 +285,16 @@ func (d *Deliverer) deliver(dl store.Delivery) {
 	}
 	t, ok := d.byKey[env.URL]
 	if !ok {
+		// Queued by a node given a URL this one is not (nodes deployed one by one with
+		// another --webhook list): handed back for a node that has it, until the event's
+		// bound; not an attempt.
+		if !d.clk.Now().Add(foreignURLWait).After(env.Sent.Add(d.backoff.GiveUpAfter)) {
+			d.settle(dl, "nak", func(ctx context.Context) error { return dl.Nak(ctx, foreignURLWait) })
+			return
+		}
 		d.failures.Add(1)
 		d.settle(dl, "ack", dl.Ack)
-		d.log.Warn("webhook event for a URL no longer configured; dropped", "id", env.ID, "entry", dl.ID())
+		d.log.Warn("webhook event for a URL no node has had for its whole delivery time; given up", "id", env.ID, "entry", dl.ID())
 		return
 	}
 	err := d.post(t, env)

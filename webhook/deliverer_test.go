@@ -353,3 +353,34 @@ func TestNewRefuses(t *testing.T) {
 		}
 	}
 }
+
+// Nodes sharing an outbox may know different URLs for a while (a rolling deploy that adds a
+// receiver): an entry for a URL a node does not know is handed back for a node that does,
+// not dropped.
+func TestAnEntryForAnotherNodesURLIsLeftForIt(t *testing.T) {
+	t.Parallel()
+	mock := mockNow()
+	secret := webhook.NewSecret()
+	a, b := newReceiver(t, secret, mock), newReceiver(t, secret, mock)
+	ob := memOutbox(t, mock, store.OutboxOptions{})
+	// The node that queues the event knows both URLs; it stops before it delivers any.
+	sender, err := webhook.New(webhook.Options{URLs: []string{a.URL(), b.URL()}, Secret: secret, AllowPrivate: true, Outbox: ob, Clock: mock})
+	require.NoError(t, err)
+	require.NoError(t, sender.Stop(context.Background()))
+	require.NoError(t, sender.Send(context.Background(), ending(storetest.NewID(), mock.Now())))
+
+	// A node that knows only A delivers A's entry, and hands B's back.
+	old := start(t, webhook.Options{URLs: []string{a.URL()}, Secret: secret, AllowPrivate: true, Outbox: ob, Clock: mock})
+	require.Equal(t, http.StatusNoContent, a.next(t).Status)
+	ps := waitPending(t, ob, func(ps []memory.Pending) bool { return len(ps) == 1 && !ps[0].Held && ps[0].Ready.After(mock.Now()) },
+		"B's entry waits, not dropped")
+	require.NoError(t, old.Stop(context.Background()))
+	assert.Zero(t, old.Stats().Failures, "handing an entry back is not a failure")
+
+	// A node that knows B delivers it once it is due.
+	start(t, webhook.Options{URLs: []string{a.URL(), b.URL()}, Secret: secret, AllowPrivate: true, Outbox: ob, Clock: mock})
+	mock.Set(ps[0].Ready)
+	require.Equal(t, http.StatusNoContent, b.next(t).Status)
+	assert.Len(t, a.acceptedCounts(), 1)
+	assert.Len(t, b.acceptedCounts(), 1)
+}

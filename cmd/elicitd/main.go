@@ -152,7 +152,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		defer func() {
 			// After the questions have ended (and queued their events): deliveries under
 			// way get a moment; what is left stays in the outbox.
-			ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
+			ctx, cancel := context.WithTimeout(context.Background(), webhookStopWithin)
 			defer cancel()
 			_ = hooks.Stop(ctx)
 		}()

@@ -43,6 +43,11 @@ func (c *webhookConfig) settle(secret string) error {
 	return nil
 }
 
+// webhookStopWithin is how long deliveries under way may go on once elicitd is stopping:
+// one cut short is handed back to the outbox and sent again later, with the same id, so
+// the wait is short, and a signalled exit stays within its bound (docs/settings.md).
+const webhookStopWithin = 250 * time.Millisecond
+
 // boolean takes true or false (and 1/0, t/f, as strconv.ParseBool does).
 func boolean(dst *bool) func(string) error {
 	return func(s string) error {

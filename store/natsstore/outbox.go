@@ -35,7 +35,7 @@ import (
 // outboxPoll bounds one pull request: a pull left behind by a Next whose context ended
 // (the node stopping) can take a message for this long at most, which then waits out its
 // AckWait before another node gets it.
-const outboxPoll = 5 * time.Second
+const outboxPoll = time.Second
 
 // minPoll is the shortest pull request Next makes: a context ending sooner is waited out.
 const minPoll = 20 * time.Millisecond
@@ -86,6 +86,10 @@ func (s *Store) Outbox(ctx context.Context, o store.OutboxOptions) (store.Outbox
 		AckPolicy:     jetstream.AckExplicitPolicy,
 		AckWait:       o.AckWait,
 		MaxDeliver:    -1,
+		// No cap on entries handed out and not yet acked: an entry waiting out a retry's
+		// delay counts as one, and at JetStream's default cap (1000) a receiver down for
+		// long would stop every delivery. The stream's MaxBytes bounds the backlog.
+		MaxAckPending: -1,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("store: cannot open the outbox consumer %q on %q: %w", o.Name, b.stream, classify(err))

@@ -53,6 +53,7 @@ func RunOutbox(t *testing.T, newOutbox OutboxFactory) {
 		{"DroppedAfterMaxAge", store.OutboxOptions{MaxBytes: 1 << 20, MaxAge: 3 * time.Second, DedupeWindow: time.Second}, testOutboxMaxAge},
 		{"DedupeWindowEnds", store.OutboxOptions{MaxBytes: 1 << 20, DedupeWindow: time.Second}, testOutboxDedupeWindow},
 		{"NextEndsWithItsContext", small, testOutboxNextContext},
+		{"ManyWaitingRetriesBlockNothing", store.OutboxOptions{MaxBytes: 8 << 20}, testOutboxManyWaiting},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,6 +191,27 @@ func testOutboxNakDelay(e *outboxEnv) {
 	assert.Equal(e, 2, again.Attempt())
 	require.NoError(e, again.Ack(e.ctx()))
 	e.none(b)
+}
+
+// waitingRetries is more entries waiting out a retry's delay than JetStream's default cap on
+// a consumer's unacknowledged messages (1000).
+const waitingRetries = 1100
+
+// Entries waiting out a long retry delay (a receiver down for hours) hold up no other: an
+// event added after many of them is handed out at once.
+func testOutboxManyWaiting(e *outboxEnv) {
+	b := e.h.Open()
+	for i := range waitingRetries {
+		id := fmt.Sprintf("evt_wait_%d", i)
+		e.add(b, id)
+		d := e.take(b)
+		require.NoError(e, d.Nak(e.ctx(), time.Hour), "nak %d", i)
+	}
+	fresh := "evt_" + NewID()
+	e.add(b, fresh)
+	d := e.take(b)
+	assert.Equal(e, fresh, d.ID(), "the new event is handed out while %d wait", waitingRetries)
+	require.NoError(e, d.Ack(e.ctx()))
 }
 
 // Nak without a delay hands the event out again at once, before events added after it.
