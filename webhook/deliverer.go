@@ -261,12 +261,21 @@ func (d *Deliverer) worker() {
 				return
 			}
 			d.log.Warn("webhook outbox unavailable; trying again", "err", err)
-			t := d.clk.Timer(unavailablePause)
+			// A function timer that signals without blocking: a mock clock moved by two
+			// goroutines at once can fire a timer twice, and a channel timer's second send
+			// would hang the clock.
+			again := make(chan struct{}, 1)
+			t := d.clk.AfterFunc(unavailablePause, func() {
+				select {
+				case again <- struct{}{}:
+				default:
+				}
+			})
 			select {
 			case <-d.pull.Done():
 				t.Stop()
 				return
-			case <-t.C:
+			case <-again:
 			}
 			continue
 		}

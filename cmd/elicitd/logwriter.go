@@ -72,9 +72,17 @@ func (w *logWriter) run() {
 			return
 		}
 		w.flush()
-		t := w.clk.Timer(w.interval)
+		// A function timer that signals without blocking: a mock clock can fire a timer
+		// twice when two goroutines move it, and a channel timer's second send would hang.
+		due := make(chan struct{}, 1)
+		t := w.clk.AfterFunc(w.interval, func() {
+			select {
+			case due <- struct{}{}:
+			default:
+			}
+		})
 		select {
-		case <-t.C:
+		case <-due:
 		case <-w.stop:
 			t.Stop()
 			return

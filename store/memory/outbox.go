@@ -114,20 +114,17 @@ func (b *Outbox) Next(ctx context.Context) (store.Delivery, error) {
 		changed := b.changed
 		b.mu.Unlock()
 
-		var timer *clock.Timer
-		var fired <-chan time.Time
+		var fired <-chan struct{}
+		stop := func() {}
 		if ok {
-			timer = timerAt(b.clk, wake)
-			fired = timer.C
+			fired, stop = wakeAt(b.clk, wake)
 		}
 		select {
 		case <-ctx.Done():
 		case <-changed:
 		case <-fired:
 		}
-		if timer != nil {
-			timer.Stop()
-		}
+		stop()
 	}
 }
 
@@ -165,15 +162,28 @@ func minTime(a, b time.Time) time.Time {
 	return a
 }
 
-// timerAt returns a timer of clk that fires at at. A mock clock moved on while the timer is
-// made would make it late, so it is made again until the clock held still; a real clock
-// never holds still, but its nanoseconds of drift are no lateness, so a few tries suffice.
-func timerAt(clk clock.Clock, at time.Time) *clock.Timer {
+// wakeAt returns a channel that receives once clk reaches at, and a stop for it. A mock clock
+// moved on while the wake is set would make it late, so it is set again until the clock
+// held still; a real clock never holds still, but its nanoseconds of drift are no
+// lateness, so a few tries suffice.
+//
+// It is a function timer (AfterFunc) that signals without blocking, not a channel timer:
+// a mock clock advanced by another goroutine at the same moment can fire one timer twice,
+// and a channel timer's second send then blocks with the mock's lock held, which hangs
+// every user of that clock.
+func wakeAt(clk clock.Clock, at time.Time) (<-chan struct{}, func()) {
+	fired := make(chan struct{}, 1)
+	signal := func() {
+		select {
+		case fired <- struct{}{}:
+		default:
+		}
+	}
 	for try := 0; ; try++ {
 		before := clk.Now()
-		t := clk.Timer(at.Sub(before))
+		t := clk.AfterFunc(at.Sub(before), signal)
 		if try == 2 || clk.Now().Equal(before) {
-			return t
+			return fired, func() { t.Stop() }
 		}
 		t.Stop()
 	}
