@@ -56,9 +56,6 @@ func TestOutboxContract(t *testing.T) {
 // through each server in turn: deliverers on different servers never hold one event at
 // the same moment, and a nakked event comes back later, through another server.
 func TestOutboxContractOnCluster(t *testing.T) {
-	if testing.Short() {
-		t.Skip("a 3-node cluster")
-	}
 	c := startCluster(t, 3)
 	var nodes []*natsstore.Store
 	for i := range c.servers {
