@@ -351,26 +351,33 @@ func TestHTTPShutdownAnswersOpenCalls(t *testing.T) {
 // client_gone.
 func TestHTTPClosedSessionEndsItsQuestions(t *testing.T) {
 	s := startHTTP(t)
+	require.Less(t, askThenCloseSession(t, s), 300)
+	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), "reason=client_gone") },
+		failsafe, 10*time.Millisecond, "the question ends when its session does:\n%s", s.stderr.String())
+}
+
+// askThenCloseSession opens a 2025-11-25 session on s whose person never answers, has
+// ask_user ask them, then closes the session with the DELETE a host sends, and returns its
+// status. (The go-sdk client sends it only once its own handlers have returned, so the
+// unanswered form would hold it back.)
+func askThenCloseSession(t *testing.T, s *httpServer) int {
+	t.Helper()
 	asked := make(chan struct{}, 1)
 	release := make(chan struct{})
 	cs, err := connectHTTP(t, s, "2025-11-25", "", neverAnswers(asked, release))
 	require.NoError(t, err)
+	t.Cleanup(func() { close(release) }) // before the session's own cleanup, which waits for the handler
 	go func() {
 		_, _ = cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user", Arguments: map[string]any{"message": "m", "form": nameForm}})
 	}()
 	<-asked
-	// The session's DELETE, as a host sends it. (The go-sdk client sends it only once its
-	// own handlers have returned, so this person's unanswered form would hold it back.)
 	del, err := http.NewRequest(http.MethodDelete, s.url, nil)
 	require.NoError(t, err)
 	del.Header.Set("Mcp-Session-Id", cs.ID())
 	res, err := http.DefaultClient.Do(del)
 	require.NoError(t, err)
 	_ = res.Body.Close()
-	require.Less(t, res.StatusCode, 300)
-	require.Eventually(t, func() bool { return strings.Contains(s.stderr.String(), "reason=client_gone") },
-		failsafe, 10*time.Millisecond, "the question ends when its session does:\n%s", s.stderr.String())
-	close(release)
+	return res.StatusCode
 }
 
 // A push-era call whose response stream drops (the connection under the POST closes) while
