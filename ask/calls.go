@@ -23,13 +23,40 @@ type callStore interface {
 }
 
 // endedCall is how a call ended: how its last question ended, and its last claimed round
-// with the digest of the response that claimed it and what that got (sum "" if unknown).
+// with the digest of the response that claimed it and what that got, encoded. Up to
+// recentWindow of them are kept, and the collector scans what is kept on every cycle:
+// as digests and bytes they cost it nothing (as results, a form's answers in maps, they
+// were most of what it scanned).
 type endedCall struct {
 	how   string
-	round int
-	sum   string            // resp's digest, "" until needed
-	resp  mcp.InputResponse // nil if unknown
-	sent  result
+	round int    // 0: none is kept
+	sum   string // the digest of the response that claimed round
+	sent  []byte // what that round got (encodeResult)
+}
+
+// keep records that the last claimed round, claimed by resp, got sent: an identical resend
+// gets it again. A result that does not encode is not kept (the resend is told the call
+// has ended).
+func (e *endedCall) keep(resp mcp.InputResponse, sent result) {
+	b, err := encodeResult(sent)
+	if err != nil {
+		e.round = 0
+		return
+	}
+	if e.sum == "" {
+		e.sum = responseSum(resp)
+	}
+	e.sent = b
+}
+
+// again returns what the kept round got, if a retry for round bringing resp is its
+// identical resend.
+func (e endedCall) again(round int, resp mcp.InputResponse, has bool) (result, bool) {
+	if !has || e.sent == nil || e.round != round || responseSum(resp) != e.sum {
+		return result{}, false
+	}
+	r, _, err := decodeResult(e.sent)
+	return r, err == nil
 }
 
 // recentWindow is how many ended pull-era calls are remembered for a late retry.

@@ -466,11 +466,15 @@ func (el *Elicitor) forget(c *call, sent *result) {
 	c.mu.Lock()
 	c.disarm() // a call forgotten already has none armed
 	e := endedCall{how: c.how}
+	var resp mcp.InputResponse
 	if sent != nil {
-		e.round, e.sum, e.resp, e.sent = c.claimed, c.claimSum, c.claimRsp, *sent
+		e.round, e.sum, resp = c.claimed, c.claimSum, c.claimRsp
 	}
 	handed := c.handed
 	c.mu.Unlock()
+	if resp != nil && handed > 0 {
+		e.keep(resp, *sent)
+	}
 	// Remembered only if a requestState names it: else no retry can ask.
 	el.calls.end(c, e, handed > 0)
 }
@@ -507,8 +511,8 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest, replay
 		}
 		return el.resumeStored(ctx, owner, st, req, replayable, start)
 	}
-	if has && ended.round == st.Round && ended.resp != nil && sameResponse(resp, ended.resp, &ended.sum) {
-		return ended.sent // an identical resend of the call's last request
+	if r, ok := ended.again(st.Round, resp, has); ok {
+		return r // an identical resend of the call's last request
 	}
 	if el.store != nil {
 		return el.resumeStored(ctx, owner, st, req, replayable, start)
