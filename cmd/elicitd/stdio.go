@@ -207,18 +207,100 @@ func (c *lineConn) frame(line []byte, over bool, maxFrame int) jsonrpc.Message {
 }
 
 // decodeFrame decodes one JSON value as a JSON-RPC 2.0 message: a request or notification
-// (it has a method), or a response (an id with exactly one of result and error). The SDK's
-// decoder checks the version and the id; the shape of a response is checked on what it
-// decoded, rather than by reading the line a second time.
+// (it has a method), or a response (an id with exactly one of result and error).
+//
+// It accepts and refuses what jsonrpc.DecodeMessage does, and decodes to the same message
+// (TestDecodeFrameIsTheSDKsDecoder), but reads the envelope with encoding/json, its keys
+// matched exactly as the SDK matches them: the SDK's decoder allocates a 32 KiB buffer for
+// the message and another for its method, and those were a third of the memory a
+// 2026-07-28 call allocated, which set how often the collector ran.
 func decodeFrame(line []byte) (jsonrpc.Message, error) {
-	msg, err := jsonrpc.DecodeMessage(line)
+	if tooDeep(line, maxFrameDepth) {
+		return nil, fmt.Errorf("nested deeper than %d", maxFrameDepth)
+	}
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(line, &f); err != nil {
+		return nil, err
+	}
+	var version string
+	if err := json.Unmarshal(f["jsonrpc"], &version); err != nil || version != "2.0" {
+		return nil, fmt.Errorf(`"jsonrpc" must be "2.0"`)
+	}
+	var rawID any
+	if raw := f["id"]; raw != nil {
+		if err := json.Unmarshal(raw, &rawID); err != nil {
+			return nil, err
+		}
+	}
+	id, err := jsonrpc.MakeID(rawID)
 	if err != nil {
 		return nil, err
 	}
-	if r, ok := msg.(*jsonrpc.Response); ok && (len(r.Result) > 0) == (r.Error != nil) {
+	if raw, ok := f["method"]; ok {
+		var method string
+		if err := json.Unmarshal(raw, &method); err != nil {
+			return nil, err
+		}
+		return &jsonrpc.Request{ID: id, Method: method, Params: f["params"]}, nil
+	}
+	if !id.IsValid() {
+		return nil, errors.New("a response needs an id")
+	}
+	resp := &jsonrpc.Response{ID: id, Result: f["result"]}
+	if raw := f["error"]; raw != nil && string(raw) != "null" {
+		if resp.Error, err = decodeWireError(raw); err != nil {
+			return nil, err
+		}
+	}
+	if (len(resp.Result) > 0) == (resp.Error != nil) {
 		return nil, errors.New("not a request, notification or response: a response needs exactly one of result and error")
 	}
-	return msg, nil
+	return resp, nil
+}
+
+// decodeWireError decodes a response's error object, its keys matched exactly.
+func decodeWireError(raw json.RawMessage) (*jsonrpc.Error, error) {
+	var f map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &f); err != nil {
+		return nil, err
+	}
+	var e jsonrpc.Error
+	for _, field := range []struct {
+		key string
+		dst any
+	}{{"code", &e.Code}, {"message", &e.Message}} {
+		if raw, ok := f[field.key]; ok {
+			if err := json.Unmarshal(raw, field.dst); err != nil {
+				return nil, err
+			}
+		}
+	}
+	e.Data = f["data"]
+	return &e, nil
+}
+
+// maxFrameDepth is how deeply a message's objects and arrays may nest: the SDK's limit.
+const maxFrameDepth = 1000
+
+// tooDeep reports whether the JSON text b nests objects and arrays more than max deep.
+func tooDeep(b []byte, max int) bool {
+	depth, inString := 0, false
+	for i := 0; i < len(b); i++ {
+		switch c := b[i]; {
+		case inString && c == '\\':
+			i++ // the escaped character, a quote or a backslash included
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{' || c == '[':
+			if depth++; depth > max {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
 }
 
 // leadingID finds the "id" of a JSON-RPC message from what can be read of its start, and
