@@ -44,6 +44,9 @@ var personForm = func() *validator.Compiled {
 
 func ptr[T any](v T) *T { return &v }
 
+// pureTools makes the clusters' tools Pure (TestTheStoreSuitesWithPureTools).
+var pureTools bool
+
 func newCluster(t *testing.T, n int, s store.Store, relay store.Relay) []*clusterNode {
 	return newClusterOn(t, clock.New(), n, s, relay)
 }
@@ -74,7 +77,7 @@ func newClusterWith(t *testing.T, clk clock.Clock, n int, s store.Store, relay s
 			starts.Add(1)
 			return h(ctx, args)
 		})
-		tl.Replayable = true
+		tl.Replayable, tl.Pure = true, pureTools
 		el.Add(server, tl)
 		el.AddManagement(server)
 		nodes = append(nodes, &clusterNode{el: el, u: elicittest.Connect(t, server, elicittest.Pull), starts: starts, tool: tool})

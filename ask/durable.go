@@ -9,7 +9,8 @@ package ask
 //     request got (Outcome), which is also the answer to an identical resend;
 //   - a round claimed: Claimed and the response's digest, with the response itself added to
 //     the log, compare-and-set, so that of any number of retries carrying one requestState,
-//     on any nodes, exactly one goes on;
+//     on any nodes, exactly one goes on. A pure tool's claim (Pure) is not written on its
+//     own: it goes with the write that records what the round returns;
 //   - the handler's result: the record is ended, and keeps that result for a while.
 //
 // Every write is a compare-and-set on the revision this node last wrote. One that loses to
@@ -74,6 +75,32 @@ type durable struct {
 	liveAsk  int // the number of the question it was asking (1 for the first Ask)
 
 	asks int // the questions the call has asked (Ask calls), this one included
+
+	// A pure call's claim not yet recorded: the next write records it with what the
+	// claimed round returns (deferClaim).
+	pend *pendingClaim
+}
+
+// pendingClaim is a round claimed for a response, to be recorded.
+type pendingClaim struct {
+	round int
+	sum   string
+	log   store.Round
+}
+
+// apply claims p's round in rec, as recordClaim does.
+func (p *pendingClaim) apply(rec *store.Record) error {
+	switch {
+	case rec.Claimed >= p.round && rec.ClaimSum == p.sum:
+		return errAlready // this node's own claim, landed with a write whose answer was lost
+	case rec.Claimed >= p.round:
+		return errUsed
+	}
+	l := p.log
+	l.Prompt = rec.Prompt // what the claimed round asked
+	rec.Claimed, rec.ClaimSum, rec.Outcome = p.round, p.sum, nil
+	rec.Log = append(rec.Log, l)
+	return nil
 }
 
 // recorded reports whether c has a record.
@@ -126,9 +153,22 @@ func (c *call) write(ctx context.Context, change func(r *store.Record) error) er
 		} else {
 			r = c.newRecord()
 		}
+		claims := false
+		if c.pend != nil {
+			switch err := c.pend.apply(&r); {
+			case err == nil:
+				claims = true
+			case errors.Is(err, errAlready):
+				c.pend = nil // in the record already
+			default:
+				return err
+			}
+		}
 		switch err := change(&r); {
-		case errors.Is(err, errAlready):
+		case errors.Is(err, errAlready) && !claims:
 			return nil
+		case errors.Is(err, errAlready):
+			// Nothing of its own to write; the claim it carries still is.
 		case err != nil:
 			return err
 		}
@@ -141,7 +181,7 @@ func (c *call) write(ctx context.Context, change func(r *store.Record) error) er
 		}
 		if err == nil {
 			r.Revision = rev
-			c.rec = &r
+			c.rec, c.pend = &r, nil
 			return nil
 		}
 		if !errors.Is(err, store.ErrConflict) || c.rec == nil || try == 4 {
@@ -203,6 +243,19 @@ func (c *call) recordClaim(ctx context.Context, pr elicitation.Prompt, round int
 		rec.Log = append(rec.Log, store.Round{Prompt: rec.Prompt, Answers: raw, Attempts: pr.Attempt, At: now})
 		return nil
 	}))
+}
+
+// deferClaim claims round for the response resp (digest sum) in the call's next write,
+// which records what the round returns: a pure call's (see Pure).
+func (c *call) deferClaim(pr elicitation.Prompt, round int, sum string, resp mcp.InputResponse) *Error {
+	raw, err := json.Marshal(resp)
+	if err != nil {
+		return stateError("unreadable_response", "inputResponses[%q] does not encode: %v", inputKey(round), err)
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	c.pend = &pendingClaim{round: round, sum: sum, log: store.Round{Answers: raw, Attempts: pr.Attempt, At: c.el.clk.Now()}}
+	return nil
 }
 
 // retention is how long an ended call's record keeps its result for a late or repeated

@@ -43,6 +43,7 @@ type call struct {
 	cancel     context.CancelCauseFunc
 	signal     chan struct{} // a new event is queued; capacity 1
 	replayable bool          // its handler may be replayed on another node (Replayable)
+	pure       bool          // its handler acts on nothing outside its result (Pure)
 
 	mu       sync.Mutex
 	queue    []event // prompts and the handler's result, in order
@@ -99,7 +100,7 @@ func reasonOf(ctx context.Context) elicitation.Reason {
 // ToolOption is an option of a tool that asks (AddTool, Elicitor.Handler).
 type ToolOption func(*toolOptions)
 
-type toolOptions struct{ replayable bool }
+type toolOptions struct{ replayable, pure bool }
 
 func toolOpts(opts []ToolOption) toolOptions {
 	var o toolOptions
@@ -117,12 +118,21 @@ func toolOpts(opts []ToolOption) toolOptions {
 // that shares it; another tool's end with the node that asked them.
 func Replayable(o *toolOptions) { o.replayable = true }
 
+// Pure declares that the tool's handler acts on nothing outside its result: two runs that
+// get the same answers may both finish, and only one's result is sent. With a store, a
+// pure tool's round is then claimed in the same compare-and-set that records what the
+// round returns (its next question, or the result), one write instead of two: the answer
+// goes to the handler before its claim is recorded, so another run may have taken the
+// round meanwhile, and this one's result is then dropped. A round asked on elicitd's page
+// is claimed on its own still. A tool that writes, sends or charges anything is not pure.
+func Pure(o *toolOptions) { o.pure = true }
+
 // AddTool is mcp.AddTool for a handler that asks: the handler may call Ask and the typed
 // forms' Ask with its context, in either era, as straight-line code.
 func AddTool[In, Out any](el *Elicitor, s *mcp.Server, t *mcp.Tool, h mcp.ToolHandlerFor[In, Out], opts ...ToolOption) {
 	o := toolOpts(opts)
 	mcp.AddTool(s, t, func(ctx context.Context, req *mcp.CallToolRequest, in In) (*mcp.CallToolResult, Out, error) {
-		r := el.run(ctx, req, o.replayable, func(ctx context.Context) result {
+		r := el.run(ctx, req, o, func(ctx context.Context) result {
 			res, out, err := h(ctx, req, in)
 			return result{res, out, err}
 		})
@@ -139,7 +149,7 @@ func AddTool[In, Out any](el *Elicitor, s *mcp.Server, t *mcp.Tool, h mcp.ToolHa
 func (el *Elicitor) Handler(h mcp.ToolHandler, opts ...ToolOption) mcp.ToolHandler {
 	o := toolOpts(opts)
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		r := el.run(ctx, req, o.replayable, func(ctx context.Context) result {
+		r := el.run(ctx, req, o, func(ctx context.Context) result {
 			res, err := h(ctx, req)
 			return result{res: res, err: err}
 		})
@@ -156,7 +166,7 @@ type handler func(ctx context.Context) result
 
 // run handles one tools/call: push era, the handler inline; pull era, a retry resumes its
 // call and a first call starts the handler on its own goroutine.
-func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, replayable bool, start handler) result {
+func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, o toolOptions, start handler) result {
 	ctx, done := el.watch(ctx, req)
 	defer done()
 	if req.ProtocolVersion() < PullEra {
@@ -164,9 +174,10 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, replayabl
 		return start(context.WithValue(ctx, callKey{}, c))
 	}
 	if req.Params.RequestState != "" {
-		return el.resume(ctx, req, replayable, start)
+		return el.resume(ctx, req, o.replayable, start)
 	}
-	c := el.newCall(req, el.Owner(req), el.idPrefix+strconv.FormatUint(el.callSeq.Add(1), 36), replayable)
+	c := el.newCall(req, el.Owner(req), el.idPrefix+strconv.FormatUint(el.callSeq.Add(1), 36), o.replayable)
+	c.pure = o.pure
 	el.begin(ctx, c, start)
 	return c.next(ctx)
 }
@@ -582,7 +593,12 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 	if !ok {
 		return c.resume(ctx, st, args, resp, has) // another retry claimed it just now
 	}
-	if c.recorded() {
+	if c.recorded() && c.pure && !isPage(pr) {
+		if e := c.deferClaim(pr, st.Round, sum, resp); e != nil {
+			c.unclaim(st.Round, prev, e)
+			return fail(e), false
+		}
+	} else if c.recorded() {
 		if e := c.recordClaim(ctx, pr, st.Round, sum, resp); e != nil {
 			c.unclaim(st.Round, prev, e)
 			if c.isFenced() {
@@ -592,6 +608,11 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 		}
 	}
 	r = c.answer(ctx, pr, st.Round, resp)
+	if c.pure && c.isFenced() {
+		// Taken over before its claim could be recorded: this run's result is dropped,
+		// and the store says what follows, as for a claim that lost (Pure).
+		return result{}, true
+	}
 	if ctx.Err() == nil {
 		// Not when this request's client went away: the round's real outcome, which the
 		// call's end brings, is what a resend gets.

@@ -96,8 +96,9 @@ func TestStoreFaults(t *testing.T) {
 		for _, landed := range []bool{false, true} {
 			t.Run(fmt.Sprintf("write landed %v", landed), func(t *testing.T) {
 				// The claim (the first update) lands; writing the re-prompt (the second)
-				// does not, or lands with its answer lost, an unknown outcome.
-				f := &failNth{Store: memory.New(memory.Options{}), n: 2, land: landed}
+				// does not, or lands with its answer lost, an unknown outcome. A pure
+				// tool's claim is written with the re-prompt: that one write fails.
+				f := &failNth{Store: memory.New(memory.Options{}), n: map[bool]int{false: 2, true: 1}[pureTools], land: landed}
 				a := newCluster(t, 1, f, nil)[0]
 				first := a.call(t, "", 0, nil)
 				bad := map[string]any{"name": "Ada", "age": 12}

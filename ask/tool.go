@@ -24,8 +24,11 @@ type Tool struct {
 	// for a tool that asks the same given the same arguments and answers, and acts only
 	// after its last Ask.
 	Replayable bool
-	schema     *jsonschema.Schema
-	handle     func(ctx context.Context, args json.RawMessage) (any, error)
+	// Pure declares that the handler acts on nothing outside its result (see the option
+	// Pure): with a store, each round then costs one write instead of two.
+	Pure   bool
+	schema *jsonschema.Schema
+	handle func(ctx context.Context, args json.RawMessage) (any, error)
 }
 
 // Text is a result for a NewTool or RawTool handler to return: it is sent as plain text
@@ -88,6 +91,9 @@ func (el *Elicitor) Add(server *mcp.Server, tools ...Tool) {
 		var opts []ToolOption
 		if t.Replayable {
 			opts = append(opts, Replayable)
+		}
+		if t.Pure {
+			opts = append(opts, Pure)
 		}
 		server.AddTool(&mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: t.schema},
 			el.Handler(func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {

@@ -94,8 +94,9 @@ func AskUser(o AskUserOptions) ask.Tool {
 	tool := ask.RawTool[AskUserInput]("ask_user", "Ask the user", describeAskUser(names), t.call).
 		WithInputSchema(askUserSchema(names))
 	// It asks what its arguments say and returns the answers, acting on nothing: it may be
-	// replayed on another node, or after a restart.
-	tool.Replayable = true
+	// replayed on another node, or after a restart, and two runs given the same answers
+	// harm nothing.
+	tool.Replayable, tool.Pure = true, true
 	return tool
 }
 
