@@ -34,11 +34,14 @@ type endedCall struct {
 	sent  []byte // what that round got (encodeResult)
 }
 
-// keep records that the last claimed round, claimed by resp, got sent: an identical resend
-// gets it again. A result that does not encode is not kept (the resend is told the call
-// has ended).
-func (e *endedCall) keep(resp mcp.InputResponse, sent result) {
-	b, err := encodeResult(sent)
+// keep records that the last claimed round, claimed by resp, got sent (enc: sent encoded,
+// if it was already): an identical resend gets it again. A result that does not encode is
+// not kept (the resend is told the call has ended).
+func (e *endedCall) keep(resp mcp.InputResponse, sent result, enc []byte) {
+	b, err := enc, error(nil)
+	if b == nil {
+		b, err = encodeResult(sent)
+	}
 	if err != nil {
 		e.round = 0
 		return

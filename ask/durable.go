@@ -79,6 +79,9 @@ type durable struct {
 	// A pure call's claim not yet recorded: the next write records it with what the
 	// claimed round returns (deferClaim).
 	pend *pendingClaim
+	// The result recordEnd recorded, encoded: what the call's memory keeps for a resend
+	// (forget), without encoding it again.
+	endSent []byte
 }
 
 // pendingClaim is a round claimed for a response, to be recorded.
@@ -283,6 +286,11 @@ func (c *call) recordEnd(ctx context.Context, r result) error {
 		})
 	}
 	err = end(out)
+	if err == nil {
+		c.wmu.Lock()
+		c.endSent = out
+		c.wmu.Unlock()
+	}
 	if errors.Is(err, store.ErrTooLarge) {
 		out, _ = encodeResult(fail(Errorf(CodeFailed, "result_not_kept",
 			"the question completed, but its result was too large to keep for a resend; call the tool again without requestState")))

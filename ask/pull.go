@@ -484,7 +484,10 @@ func (el *Elicitor) forget(c *call, sent *result) {
 	handed := c.handed
 	c.mu.Unlock()
 	if resp != nil && handed > 0 {
-		e.keep(resp, *sent)
+		c.wmu.Lock()
+		enc := c.endSent
+		c.wmu.Unlock()
+		e.keep(resp, *sent, enc)
 	}
 	// Remembered only if a requestState names it: else no retry can ask.
 	el.calls.end(c, e, handed > 0)

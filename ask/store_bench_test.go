@@ -85,7 +85,7 @@ func newBenchNode(b *testing.B, s store.Store, owner func(*mcp.CallToolRequest) 
 	tool := ask.RawTool[struct{}]("parcel", "", "asks for a parcel", func(ctx context.Context, _ json.RawMessage) (any, error) {
 		return ask.Ask(ctx, ask.Question{Message: "Your parcel?", Form: parcelForm})
 	})
-	tool.Replayable = true
+	tool.Replayable, tool.Pure = true, true // as ask_user is
 	el.Add(server, tool)
 	el.AddManagement(server)
 	return &benchNode{el: el, server: server, u: elicittest.Connect(b, server, elicittest.Pull)}
@@ -151,9 +151,9 @@ func pct(ds []time.Duration, p int) time.Duration {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
-// BenchmarkStoreRound measures the latency a store adds to a pull-era round: the first call,
-// which hands out a question (a Create in the store), and the retry that answers it (a
-// compare-and-set claim, then the result's: two Updates). Each iteration plays one round on a
+// BenchmarkStoreRound measures the latency a store adds to a pull-era round of a pure tool
+// (as ask_user is): the first call, which hands out a question (a Create in the store), and
+// the retry that answers it (one compare-and-set Update: the claim with the result). Each iteration plays one round on a
 // node with no store (the base) and one on a node with the store named by the
 // sub-benchmark, in alternating order, so that both see the same machine. It reports, in
 // µs, the p50 and p99 of the store's rounds (round-p50, round-p99) and of the base's

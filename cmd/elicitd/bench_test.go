@@ -57,9 +57,11 @@ func bareBinary(b *testing.B) string {
 // them in batches of calls (rotating who goes first), so a machine whose speed drifts during
 // the run slows them all alike; b.N is calls per implementation. It reports, per
 // implementation, calls/s over the time spent on its own batches and the p50 and p99 latency of
-// a call, and elicitd's calls/s as a fraction of the bare server's ("elicitd/bare").
+// a call, and elicitd's calls/s as a fraction of the bare server's ("elicitd/bare") and of
+// the raw tool's ("elicitd/raw", the ratio the peers harness's table reports).
 //
-// Implementations: "bare" (the bare tool, no arguments), "bare-args" (the bare tool given
+// Implementations: "raw" (a raw handler, no arguments, nothing checked: the peers harness's
+// raw go-sdk server), "bare" (a typed tool, no arguments), "bare-args" (the typed tool given
 // ask_user's arguments, to show what carrying the form costs the SDK), "elicitd" (ask_user),
 // and in process "engine" (elicitd's engine with a precompiled form, no arguments).
 func BenchmarkRoundTrip(b *testing.B) {
@@ -67,9 +69,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 		for _, era := range []struct{ name, version string }{{"pull", ""}, {"push", "2025-11-25"}} {
 			for _, conc := range []int{1, 16} {
 				b.Run(fmt.Sprintf("%s/%s/c%d", transport, era.name, conc), func(b *testing.B) {
-					impls := []string{"bare", "bare-args", "elicitd", "engine"}
+					impls := []string{"raw", "bare", "bare-args", "elicitd", "engine"}
 					if transport == "stdio" {
-						impls = impls[:3] // the engine variant is an in-process tool
+						impls = impls[:4] // the engine variant is an in-process tool
 					}
 					runs := make([]*implRun, len(impls))
 					for i, impl := range impls {
@@ -77,6 +79,7 @@ func BenchmarkRoundTrip(b *testing.B) {
 					}
 					rate := interleave(b, runs, conc)
 					b.ReportMetric(rate["elicitd"]/rate["bare"], "elicitd/bare")
+					b.ReportMetric(rate["elicitd"]/rate["raw"], "elicitd/raw")
 				})
 			}
 		}
@@ -104,6 +107,8 @@ type implRun struct {
 func newImplRun(b *testing.B, transport, impl, version string) *implRun {
 	tool, args := "ask", map[string]any{}
 	switch impl {
+	case "raw":
+		tool = "ask_raw"
 	case "bare-args":
 		tool, args = "ask_args", map[string]any{"message": "m", "form": benchForm}
 	case "elicitd":
@@ -241,7 +246,7 @@ func benchSession(b *testing.B, transport, impl, version string) (cs *mcp.Client
 	var mcpServer *mcp.Server
 	var srv *server
 	switch impl {
-	case "bare", "bare-args":
+	case "raw", "bare", "bare-args":
 		mcpServer = bare.Server()
 	default:
 		srv = newServer(options{MaxLive: 1 << 20}, "bench")

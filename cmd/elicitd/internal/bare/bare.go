@@ -22,10 +22,16 @@ type Args struct {
 	Form    map[string]any `json:"form,omitempty"`
 }
 
-// Server returns the bare server with two tools: "ask" (no arguments) and "ask_args"
-// (ask_user's arguments, ignored).
+// Server returns the bare server with three tools: "ask" (no arguments) and "ask_args"
+// (ask_user's arguments, ignored), typed, their arguments checked by the SDK; and
+// "ask_raw", the shape of the raw go-sdk server the peers harness times elicitd against: a
+// raw handler (Server.AddTool), no arguments, nothing checked beyond the SDK's own.
 func Server() *mcp.Server {
 	s := mcp.NewServer(&mcp.Implementation{Name: "bare", Version: "1"}, nil)
+	s.AddTool(&mcp.Tool{Name: "ask_raw", InputSchema: map[string]any{"type": "object"}}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, _, err := ask(ctx, req)
+		return res, err
+	})
 	mcp.AddTool(s, &mcp.Tool{Name: "ask"}, func(ctx context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
 		return ask(ctx, req)
 	})
