@@ -4,16 +4,12 @@ import (
 	"context"
 	"encoding/json"
 	"testing"
-	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/elicittest"
-	"github.com/elicitd/elicitd/validator"
 )
 
 // A call that has ended is remembered as bytes: an identical resend of its last request
@@ -21,19 +17,10 @@ import (
 // output, an error), and the same requestState with another answer hears that the call has
 // ended.
 func TestAnIdenticalResendAfterTheEndGetsWhatTheFirstGot(t *testing.T) {
-	form, err := validator.Compile(validator.Form{Fields: []validator.Field{
-		{Name: "city", Type: validator.Text, Label: "City", Required: true},
-	}})
-	require.NoError(t, err)
-	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	el := New(server, Options{Clock: clock.NewMock(), Timeout: time.Minute, PullIdle: -1})
-	t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
+	el, server := cityServer(t)
 	el.Add(server,
-		RawTool[struct{}]("where", "", "asks a city", func(ctx context.Context, _ json.RawMessage) (any, error) {
-			return Ask(ctx, Question{Message: "Which city?", Form: form})
-		}),
 		RawTool[struct{}]("refuse", "", "asks a city, then refuses it", func(ctx context.Context, _ json.RawMessage) (any, error) {
-			data, err := Ask(ctx, Question{Message: "Which city?", Form: form})
+			data, err := Ask(ctx, Question{Message: "Which city?", Form: cityForm})
 			if err != nil {
 				return nil, err
 			}
@@ -44,7 +31,7 @@ func TestAnIdenticalResendAfterTheEndGetsWhatTheFirstGot(t *testing.T) {
 		Len  int    `json:"len"`
 	}
 	AddTool(el, server, &mcp.Tool{Name: "typed"}, func(ctx context.Context, _ *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, out, error) {
-		data, err := Ask(ctx, Question{Message: "Which city?", Form: form})
+		data, err := Ask(ctx, Question{Message: "Which city?", Form: cityForm})
 		if err != nil {
 			return nil, out{}, err
 		}

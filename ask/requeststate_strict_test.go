@@ -18,6 +18,29 @@ import (
 	"github.com/elicitd/elicitd/validator"
 )
 
+// cityForm asks one required field, "city".
+var cityForm = func() *validator.Compiled {
+	f, err := validator.Compile(validator.Form{Fields: []validator.Field{
+		{Name: "city", Type: validator.Text, Label: "City", Required: true},
+	}})
+	if err != nil {
+		panic(err)
+	}
+	return f
+}()
+
+// cityServer is a server with an Elicitor on a mock clock and the tool "where", which asks
+// cityForm and returns the answers.
+func cityServer(t *testing.T) (*Elicitor, *mcp.Server) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	el := New(server, Options{Clock: clock.NewMock(), Timeout: time.Minute, PullIdle: -1})
+	t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
+	el.Add(server, RawTool[struct{}]("where", "", "asks a city", func(ctx context.Context, _ json.RawMessage) (any, error) {
+		return Ask(ctx, Question{Message: "Which city?", Form: cityForm})
+	}))
+	return el, server
+}
+
 // respellings returns tok spelled otherwise: with whitespace before, after or inside either
 // half, with base64 padding, or with another separator. None is the token as issued.
 func respellings(tok string) map[string]string {
@@ -74,16 +97,7 @@ func TestStateTokensOpenOnlyAsIssued(t *testing.T) {
 // Through a pull-era client: a retry whose requestState is respelled hears "forged", as an
 // altered one does, and the question is untouched by it: the token as issued still answers.
 func TestRespelledRequestStateIsForgedOverTheWire(t *testing.T) {
-	form, err := validator.Compile(validator.Form{Fields: []validator.Field{
-		{Name: "city", Type: validator.Text, Label: "City", Required: true},
-	}})
-	require.NoError(t, err)
-	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-	el := New(server, Options{Clock: clock.NewMock(), Timeout: time.Minute, PullIdle: -1})
-	t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
-	el.Add(server, RawTool[struct{}]("where", "", "asks a city", func(ctx context.Context, _ json.RawMessage) (any, error) {
-		return Ask(ctx, Question{Message: "Which city?", Form: form})
-	}))
+	_, server := cityServer(t)
 	u := elicittest.Connect(t, server, elicittest.Pull)
 	ctx := context.Background()
 	first, err := u.Session.CallTool(ctx, &mcp.CallToolParams{Name: "where", Arguments: map[string]any{}})
