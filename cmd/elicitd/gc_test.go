@@ -7,7 +7,8 @@ import (
 	"github.com/stretchr/testify/assert"
 )
 
-// elicitd collects less often than Go's default unless GOGC says otherwise (see gcPercent).
+// elicitd collects less often than Go's default, less so with the embedded store, unless GOGC says
+// otherwise (see gcPercent).
 func TestTuneGCUnlessGOGCIsSet(t *testing.T) {
 	was := debug.SetGCPercent(100)
 	defer debug.SetGCPercent(was)
@@ -20,10 +21,11 @@ func TestTuneGCUnlessGOGCIsSet(t *testing.T) {
 			return ""
 		}
 	}
-	assert.Equal(t, gcPercent, tuneGC(env("")))
-	assert.Equal(t, gcPercent, debug.SetGCPercent(100), "unset GOGC: elicitd's target")
-
-	assert.Equal(t, 100, tuneGC(env("100")))
+	for kind, want := range map[string]int{"memory": gcPercent, "nats": gcPercent, "embedded": embeddedGCPercent} {
+		assert.Equal(t, want, tuneGC(env(""), kind), kind)
+		assert.Equal(t, want, debug.SetGCPercent(100), "unset GOGC: elicitd's target for %s", kind)
+	}
+	assert.Equal(t, 100, tuneGC(env("100"), "embedded"))
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left as the runtime read it")
 }
 
