@@ -84,18 +84,19 @@ type durable struct {
 	endSent []byte
 }
 
-// pendingClaim is a round claimed for a response, to be recorded.
+// pendingClaim is a round claimed for a response, as the record keeps it: written on its own
+// (recordClaim), or with the write that follows it (deferClaim).
 type pendingClaim struct {
 	round int
 	sum   string
 	log   store.Round
 }
 
-// apply claims p's round in rec, as recordClaim does.
+// apply claims p's round in rec.
 func (p *pendingClaim) apply(rec *store.Record) error {
 	switch {
 	case rec.Claimed >= p.round && rec.ClaimSum == p.sum:
-		return errAlready // this node's own claim, landed with a write whose answer was lost
+		return errAlready // this node's own claim, whose answer was lost
 	case rec.Claimed >= p.round:
 		return errUsed
 	}
@@ -228,36 +229,34 @@ func (c *call) recordHand(ctx context.Context, pr elicitation.Prompt, n int, r r
 	})
 }
 
-// recordClaim claims round for the response resp (digest sum), adding it to the log.
-func (c *call) recordClaim(ctx context.Context, pr elicitation.Prompt, round int, sum string, resp mcp.InputResponse) *Error {
+// newClaim is round claimed for the response resp (digest sum), to be added to the log.
+func (c *call) newClaim(pr elicitation.Prompt, round int, sum string, resp mcp.InputResponse) (*pendingClaim, *Error) {
 	raw, err := json.Marshal(resp)
 	if err != nil {
-		return stateError("unreadable_response", "inputResponses[%q] does not encode: %v", inputKey(round), err)
+		return nil, stateError("unreadable_response", "inputResponses[%q] does not encode: %v", inputKey(round), err)
 	}
-	now := c.el.clk.Now()
-	return storeError(c.write(ctx, func(rec *store.Record) error {
-		switch {
-		case rec.Claimed >= round && rec.ClaimSum == sum:
-			return errAlready // this node's own claim, whose answer was lost
-		case rec.Claimed >= round:
-			return errUsed
-		}
-		rec.Claimed, rec.ClaimSum, rec.Outcome = round, sum, nil
-		rec.Log = append(rec.Log, store.Round{Prompt: rec.Prompt, Answers: raw, Attempts: pr.Attempt, At: now})
-		return nil
-	}))
+	return &pendingClaim{round: round, sum: sum, log: store.Round{Answers: raw, Attempts: pr.Attempt, At: c.el.clk.Now()}}, nil
+}
+
+// recordClaim claims round for the response resp (digest sum), adding it to the log.
+func (c *call) recordClaim(ctx context.Context, pr elicitation.Prompt, round int, sum string, resp mcp.InputResponse) *Error {
+	p, e := c.newClaim(pr, round, sum, resp)
+	if e != nil {
+		return e
+	}
+	return storeError(c.write(ctx, p.apply))
 }
 
 // deferClaim claims round for the response resp (digest sum) in the call's next write,
 // which records what the round returns: a pure call's (see Pure).
 func (c *call) deferClaim(pr elicitation.Prompt, round int, sum string, resp mcp.InputResponse) *Error {
-	raw, err := json.Marshal(resp)
-	if err != nil {
-		return stateError("unreadable_response", "inputResponses[%q] does not encode: %v", inputKey(round), err)
+	p, e := c.newClaim(pr, round, sum, resp)
+	if e != nil {
+		return e
 	}
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	c.pend = &pendingClaim{round: round, sum: sum, log: store.Round{Answers: raw, Attempts: pr.Attempt, At: c.el.clk.Now()}}
+	c.pend = p
 	return nil
 }
 
