@@ -28,7 +28,7 @@ const (
 
 // BenchmarkFrames is the server's own cost of one answered 2026-07-28 question, without a
 // client library or a process boundary: JSON-RPC lines written to the server's transport
-// through pipes in this process, one call at a time, the first request and the retry that
+// through operating-system pipes within this process, one call at a time, the first request and the retry that
 // answers it, its responses read back. "raw" is the bare server's raw tool on the SDK's
 // transport (the peers harness's raw go-sdk server); "elicitd" is ask_user on elicitd's
 // transport. It reports, per call, the heap allocated (B/op, allocs/op) and the CPU this
@@ -41,8 +41,17 @@ func BenchmarkFrames(b *testing.B) {
 }
 
 func benchFrames(b *testing.B, impl string) {
-	inR, inW := io.Pipe()
-	outR, outW := io.Pipe()
+	// Operating-system pipes, as a client's stdio: elicitd's transport writes its own
+	// (pollable) end itself, and the SDK's writes a plain writer.
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer func() { _, _ = inR.Close(), outR.Close(); _ = outW.Close() }()
 	done := make(chan error, 1)
 	tool, key := "ask_user", "elicit-1"
 	var srv *server

@@ -191,7 +191,13 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, terminalNotice)
 	}
 	ended := make(chan error, 1)
-	stdio := &lineTransport{in: stdin, out: stdout, maxFrame: maxFrameBytes, log: logger}
+	out := stdout
+	if f, ok := stdout.(*os.File); ok {
+		var restore func()
+		out, restore = pollableStdout(f)
+		defer restore()
+	}
+	stdio := &lineTransport{in: stdin, out: out, maxFrame: maxFrameBytes, log: logger}
 	go func() {
 		ended <- srv.mcp.Run(context.Background(), stdio) // ended by stdio.hangUp, not by a context
 	}()

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"os"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,8 +49,12 @@ type lineTransport struct {
 func (t *lineTransport) Connect(context.Context) (mcp.Connection, error) {
 	c := &lineConn{out: t.out, log: t.log, incoming: make(chan incoming), closed: make(chan struct{}),
 		writes: make(chan lineWrite), cut: make(chan struct{})}
+	if d, ok := t.out.(deadlineWriter); ok && d.SetWriteDeadline(time.Time{}) == nil {
+		c.direct, c.turn = d, make(chan struct{}, 1)
+	} else {
+		go c.writeLines()
+	}
 	go c.readLines(bufio.NewReaderSize(t.in, 64<<10), t.maxFrame)
-	go c.writeLines()
 	t.mu.Lock()
 	t.conn = c
 	t.mu.Unlock()
@@ -84,9 +89,17 @@ type lineConn struct {
 	out io.Writer
 	log *slog.Logger
 
-	// writes carries each message, whole, to writeLines, the one goroutine that writes out:
-	// a write blocked there (stdout full, the client not reading) holds no caller once the
-	// writes are cut.
+	// direct, when out's blocked writes can be interrupted (a pipe or socket in non-blocking
+	// mode, see pollableStdout), is out: each caller writes its message itself, in its turn,
+	// and the cut interrupts a write blocked on a full stdout through its deadline. That saves
+	// two goroutine hand-offs a message, which at one caller were a tenth of a pull-era call's
+	// CPU (docs/testing.md, BenchmarkFrames).
+	direct deadlineWriter
+	turn   chan struct{} // with direct: held (one slot, full) by the caller writing
+
+	// writes, when out cannot be interrupted, carries each message, whole, to writeLines, the
+	// one goroutine that writes out: a write blocked there (stdout full, the client not
+	// reading) holds no caller once the writes are cut.
 	writes  chan lineWrite
 	pending atomic.Int64 // writes handed in and not yet done or failed
 
@@ -98,6 +111,13 @@ type lineConn struct {
 	cutOnce  sync.Once
 	cutMu    sync.Mutex
 	cutTimer *time.Timer
+}
+
+// deadlineWriter is a writer whose blocked Write a deadline interrupts: an *os.File that the
+// runtime polls (a pipe or socket in non-blocking mode), a net.Conn.
+type deadlineWriter interface {
+	io.Writer
+	SetWriteDeadline(time.Time) error
 }
 
 // lineWrite is one message for writeLines, and where its outcome goes.
@@ -348,6 +368,9 @@ func (c *lineConn) reply(id jsonrpc.ID, code int64, message string) {
 func (c *lineConn) writeLine(ctx context.Context, b []byte) error {
 	c.pending.Add(1)
 	defer c.pending.Add(-1)
+	if c.direct != nil {
+		return c.writeDirect(ctx, append(b, '\n'))
+	}
 	w := lineWrite{b: append(b, '\n'), done: make(chan error, 1)}
 	select {
 	case c.writes <- w:
@@ -361,6 +384,28 @@ func (c *lineConn) writeLine(ctx context.Context, b []byte) error {
 		return err
 	case <-c.cut:
 		return errWritesCut
+	}
+}
+
+// writeDirect writes line itself once its turn comes, as writeLine promises.
+func (c *lineConn) writeDirect(ctx context.Context, line []byte) error {
+	select {
+	case c.turn <- struct{}{}:
+	case <-c.cut:
+		return errWritesCut
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	defer func() { <-c.turn }()
+	select {
+	case <-c.cut: // both were ready: the cut wins
+		return errWritesCut
+	default:
+	}
+	if _, err := c.direct.Write(line); errors.Is(err, os.ErrDeadlineExceeded) {
+		return errWritesCut
+	} else {
+		return err
 	}
 }
 
@@ -391,6 +436,10 @@ func (c *lineConn) cutWrites() {
 			c.log.Warn("exiting with replies unwritten: the client is not reading", "pending_writes", n)
 		}
 		close(c.cut)
+		if c.direct != nil {
+			// A write blocked on a full stdout fails now; a later one fails at once.
+			_ = c.direct.SetWriteDeadline(time.Unix(1, 0))
+		}
 	})
 }
 
