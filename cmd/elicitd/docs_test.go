@@ -173,7 +173,7 @@ var settingsSources = []string{"cmd/elicitd/main.go", "cmd/elicitd/store.go", "t
 func TestSettingsPageHasEveryVariable(t *testing.T) {
 	doc := readDoc(t, "docs/settings.md")
 	read := map[string]bool{}
-	literal := regexp.MustCompile(`"((?:ELICITD|UPS)_[A-Z0-9_]+|CLIENT_ID|CLIENT_SECRET|ENVIRONMENT|GOGC|GOMEMLIMIT)"`)
+	literal := regexp.MustCompile(`"((?:ELICITD|UPS)_[A-Z0-9_]+|CLIENT_ID|CLIENT_SECRET|ENVIRONMENT|GOGC|GOMEMLIMIT|GOMAXPROCS)"`)
 	for _, src := range settingsSources {
 		for _, m := range literal.FindAllStringSubmatch(readDoc(t, src), -1) {
 			read[m[1]] = true

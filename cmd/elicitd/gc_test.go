@@ -1,6 +1,7 @@
 package main
 
 import (
+	"runtime"
 	"runtime/debug"
 	"testing"
 
@@ -46,4 +47,19 @@ func TestTuneMemoryUnlessGOMEMLIMITIsSet(t *testing.T) {
 	debug.SetMemoryLimit(was)
 	assert.Equal(t, was, tuneMemory(env("1GiB"), 300<<20), "GOMEMLIMIT set: left as the runtime read it")
 	assert.Equal(t, was, debug.SetMemoryLimit(-1))
+}
+
+// A stdio server runs Go code on one thread unless GOMAXPROCS says otherwise (see stdioProcs).
+func TestTuneProcsUnlessGOMAXPROCSIsSet(t *testing.T) {
+	was := runtime.GOMAXPROCS(3)
+	defer runtime.GOMAXPROCS(was)
+	assert.Equal(t, stdioProcs, tuneProcs(func(string) string { return "" }))
+	assert.Equal(t, stdioProcs, runtime.GOMAXPROCS(3), "unset GOMAXPROCS: one P")
+	assert.Equal(t, 3, tuneProcs(func(k string) string {
+		if k == "GOMAXPROCS" {
+			return "3"
+		}
+		return ""
+	}))
+	assert.Equal(t, 3, runtime.GOMAXPROCS(0), "GOMAXPROCS set: left as the runtime read it")
 }

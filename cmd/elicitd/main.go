@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
 	"strings"
@@ -75,6 +76,28 @@ func tuneGC(getenv func(string) string, storeKind string) int {
 	}
 	debug.SetGCPercent(p)
 	return p
+}
+
+// stdioProcs is how many threads run Go code at once (GOMAXPROCS) in a stdio server: one.
+// Its one client's requests arrive over one pipe, and a call is a chain of hand-offs between
+// goroutines (the reading one, the SDK's, the handler, the question's actor, the store's).
+// With several Ps, each hand-off in a process that idles between requests wakes another
+// operating-system thread (a futex call, a thread spinning for work and sleeping again); with
+// one, the chain runs on one thread. Measured beside raw go-sdk (docs/testing.md): a
+// pull-era call at one caller used 183 us less CPU than raw with one P and 33 us more with
+// two, and at 16 callers one P is faster too: the server's CPU per call, not parallelism,
+// bounds a stdio server's throughput. It needs stdin polled, not read in a system call
+// (pollable): a read waiting on stdin would otherwise hold the only P.
+const stdioProcs = 1
+
+// tuneProcs sets GOMAXPROCS to stdioProcs unless GOMAXPROCS is set, and returns the value in
+// force.
+func tuneProcs(getenv func(string) string) int {
+	if getenv("GOMAXPROCS") != "" {
+		return runtime.GOMAXPROCS(0)
+	}
+	runtime.GOMAXPROCS(stdioProcs)
+	return stdioProcs
 }
 
 // tuneMemory sets the runtime's soft memory limit to limit unless GOMEMLIMIT is set, and
@@ -191,13 +214,19 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintln(stderr, terminalNotice)
 	}
 	ended := make(chan error, 1)
-	out := stdout
-	if f, ok := stdout.(*os.File); ok {
-		var restore func()
-		out, restore = pollableStdout(f)
+	in, out := stdin, stdout
+	if f, ok := stdin.(*os.File); ok {
+		p, restore := pollable(f)
 		defer restore()
+		in = p
 	}
-	stdio := &lineTransport{in: stdin, out: out, maxFrame: maxFrameBytes, log: logger}
+	if f, ok := stdout.(*os.File); ok {
+		p, restore := pollable(f)
+		defer restore()
+		out = p
+	}
+	tuneProcs(getenv)
+	stdio := &lineTransport{in: in, out: out, maxFrame: maxFrameBytes, log: logger}
 	go func() {
 		ended <- srv.mcp.Run(context.Background(), stdio) // ended by stdio.hangUp, not by a context
 	}()

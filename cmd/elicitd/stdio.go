@@ -90,7 +90,7 @@ type lineConn struct {
 	log *slog.Logger
 
 	// direct, when out's blocked writes can be interrupted (a pipe or socket in non-blocking
-	// mode, see pollableStdout), is out: each caller writes its message itself, in its turn,
+	// mode, see pollable), is out: each caller writes its message itself, in its turn,
 	// and the cut interrupts a write blocked on a full stdout through its deadline. That saves
 	// two goroutine hand-offs a message, which at one caller were a tenth of a pull-era call's
 	// CPU (docs/testing.md, BenchmarkFrames).

@@ -26,13 +26,14 @@ func blockingPipe(t *testing.T) (r, w *os.File) {
 	return r, w
 }
 
-func TestPollableStdoutIsAPipeWhoseWritesADeadlineInterrupts(t *testing.T) {
+func TestPollableIsAPipeADeadlineInterrupts(t *testing.T) {
 	_, w := blockingPipe(t)
 	require.ErrorIs(t, w.SetWriteDeadline(time.Now()), os.ErrNoDeadline, "a blocking pipe's write cannot be interrupted")
 
-	out, restore := pollableStdout(w)
+	out, restore := pollable(w)
 	require.NotSame(t, w, out)
-	assert.NoError(t, out.(deadlineWriter).SetWriteDeadline(time.Time{}))
+	assert.NoError(t, out.SetWriteDeadline(time.Time{}))
+	assert.NoError(t, out.SetReadDeadline(time.Time{}))
 	restore()
 
 	// The blocking mode is back on the pipe: a new descriptor of it is not polled.
@@ -45,7 +46,7 @@ func TestPollableStdoutIsAPipeWhoseWritesADeadlineInterrupts(t *testing.T) {
 	f, err := os.Create(t.TempDir() + "/out")
 	require.NoError(t, err)
 	defer f.Close()
-	same, restore := pollableStdout(f)
+	same, restore := pollable(f)
 	defer restore()
 	assert.Same(t, f, same, "a file is written as it is")
 }
@@ -61,7 +62,7 @@ func TestACutEndsAWriteBlockedOnAFullStdout(t *testing.T) {
 	}{
 		{"polled pipe", func(t *testing.T) (io.Reader, io.Writer) {
 			r, w := blockingPipe(t)
-			out, restore := pollableStdout(w)
+			out, restore := pollable(w)
 			t.Cleanup(restore)
 			return r, out
 		}, true},
