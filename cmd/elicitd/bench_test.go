@@ -58,12 +58,14 @@ func bareBinary(b *testing.B) string {
 // the run slows them all alike; b.N is calls per implementation. It reports, per
 // implementation, calls/s over the time spent on its own batches and the p50 and p99 latency of
 // a call, and elicitd's calls/s as a fraction of the bare server's ("elicitd/bare") and of
-// the raw tool's ("elicitd/raw", the ratio the peers harness's table reports).
+// the raw tool's ("elicitd/raw", the ratio the peers harness's table reports; over stdio also
+// "embedded/raw").
 //
 // Implementations: "raw" (a raw handler, no arguments, nothing checked: the peers harness's
 // raw go-sdk server), "bare" (a typed tool, no arguments), "bare-args" (the typed tool given
 // ask_user's arguments, to show what carrying the form costs the SDK), "elicitd" (ask_user),
-// and in process "engine" (elicitd's engine with a precompiled form, no arguments).
+// over stdio "elicitd-embedded" (ask_user, with the embedded store in a fresh directory), and
+// in process "engine" (elicitd's engine with a precompiled form, no arguments).
 func BenchmarkRoundTrip(b *testing.B) {
 	for _, transport := range []string{"stdio", "mem"} {
 		for _, era := range []struct{ name, version string }{{"pull", ""}, {"push", "2025-11-25"}} {
@@ -71,7 +73,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 				b.Run(fmt.Sprintf("%s/%s/c%d", transport, era.name, conc), func(b *testing.B) {
 					impls := []string{"raw", "bare", "bare-args", "elicitd", "engine"}
 					if transport == "stdio" {
-						impls = impls[:4] // the engine variant is an in-process tool
+						// The engine variant is an in-process tool; over stdio, elicitd
+						// with its embedded store instead.
+						impls = append(impls[:4], "elicitd-embedded")
 					}
 					runs := make([]*implRun, len(impls))
 					for i, impl := range impls {
@@ -80,6 +84,9 @@ func BenchmarkRoundTrip(b *testing.B) {
 					rate := interleave(b, runs, conc)
 					b.ReportMetric(rate["elicitd"]/rate["bare"], "elicitd/bare")
 					b.ReportMetric(rate["elicitd"]/rate["raw"], "elicitd/raw")
+					if transport == "stdio" {
+						b.ReportMetric(rate["elicitd-embedded"]/rate["raw"], "embedded/raw")
+					}
 				})
 			}
 		}
@@ -111,7 +118,7 @@ func newImplRun(b *testing.B, transport, impl, version string) *implRun {
 		tool = "ask_raw"
 	case "bare-args":
 		tool, args = "ask_args", map[string]any{"message": "m", "form": benchForm}
-	case "elicitd":
+	case "elicitd", "elicitd-embedded":
 		tool, args = "ask_user", map[string]any{"message": "m", "form": benchForm}
 	}
 	cs, pid, done := benchSession(b, transport, impl, version)
@@ -233,8 +240,13 @@ func benchSession(b *testing.B, transport, impl, version string) (cs *mcp.Client
 	})
 	opts := &mcp.ClientSessionOptions{ProtocolVersion: version}
 	if transport == "stdio" {
-		cmd := exec.Command(bin, "--rate", "0", "--max-live", "100000", "--log-level", "error")
-		if impl != "elicitd" {
+		var cmd *exec.Cmd
+		switch impl {
+		case "elicitd":
+			cmd = exec.Command(bin, "--rate", "0", "--max-live", "100000", "--log-level", "error")
+		case "elicitd-embedded":
+			cmd = exec.Command(bin, "--rate", "0", "--max-live", "100000", "--log-level", "error", "--store", "embedded", "--data-dir", b.TempDir())
+		default:
 			cmd = exec.Command(bareBinary(b))
 		}
 		cs, err := client.Connect(context.Background(), &mcp.CommandTransport{Command: cmd}, opts)
