@@ -452,24 +452,39 @@ func responseSum(resp mcp.InputResponse) string {
 	return digest(b)
 }
 
-// argsDigest is the digest of a call's arguments, whatever their key order and spacing: of
-// their canonical form (RFC 8785, jsontext's), which takes a quarter of the time and one
-// allocation against canonicalJSON's decoding to values and encoding again (a store's every
-// pull-era call computes it); arguments with no such form (a duplicate key, invalid UTF-8)
-// fall back to canonicalJSON's.
+// argsDigest is the digest of a call's arguments, whatever their key order and spacing: the
+// digest of canonicalJSON's form, which every node of a cluster, of any version, computes
+// alike. A store's every pull-era call computes it, and canonicalJSON decodes to values and
+// encodes again (89 allocations for ask_user's arguments); so where the canonical form of RFC
+// 8785 (jsontext's, a quarter of the time, one allocation) is the same bytes, that is used.
+// It is, but for what sameAsReencoded rules out.
 func argsDigest(args json.RawMessage) string {
 	if len(args) > 0 {
 		v := jsontext.Value(bytes.Clone(args))
-		if v.Canonicalize() == nil {
+		if sameAsReencoded(args) && v.Canonicalize() == nil && sameAsReencoded(v) {
 			return digest(v)
 		}
 	}
 	return digest(canonicalJSON(args))
 }
 
-// argsMatch reports whether args have the digest d, also as elicitd before argsDigest used the
-// canonical form computed it (canonicalJSON's): a record written by such a node, taken over
-// by this one, still matches its call.
-func argsMatch(d string, args json.RawMessage, sum string) bool {
-	return d == sum || d == digest(canonicalJSON(args))
+// sameAsReencoded reports whether JSON text v, as given and in canonical form, holds nothing
+// that canonicalJSON spells otherwise than RFC 8785: it is ASCII (UTF-16 and UTF-8 order keys
+// alike below U+E000, and encoding/json escapes U+2028 and U+2029), with no '<', '>' or '&'
+// (encoding/json escapes them), no "-0" (encoding/json keeps a negative zero's sign) and no
+// exponent (the two spell some large and small numbers apart). It may say false of text they
+// spell alike (a date in a string has "-0"): that costs time, not a wrong digest.
+// TestArgsDigestIsCanonicalJSONs and FuzzArgsDigestIsCanonicalJSONs check it.
+func sameAsReencoded(v []byte) bool {
+	for i, c := range v {
+		switch {
+		case c >= 0x80, c == '<', c == '>', c == '&':
+			return false
+		case (c == 'e' || c == 'E') && i > 0 && v[i-1] >= '0' && v[i-1] <= '9':
+			return false
+		case c == '-' && i+1 < len(v) && v[i+1] == '0':
+			return false
+		}
+	}
+	return true
 }

@@ -42,7 +42,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		if err != nil {
 			return fail(storeError(err))
 		}
-		if !argsMatch(rec.ArgsDigest, req.Params.Arguments, args) || rec.Tool != req.Params.Name {
+		if rec.ArgsDigest != args || rec.Tool != req.Params.Name {
 			return fail(stateError("foreign", otherCall))
 		}
 		resend := has && st.Round == rec.Claimed && sum == rec.ClaimSum

@@ -14,6 +14,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 // blockingPipe is a pipe in blocking mode, as an MCP client hands its server: unlike
@@ -42,6 +43,19 @@ func TestPollableIsAPipeADeadlineInterrupts(t *testing.T) {
 	again := os.NewFile(uintptr(fd), "again")
 	defer again.Close()
 	assert.ErrorIs(t, again.SetWriteDeadline(time.Now()), os.ErrNoDeadline)
+
+	// A pipe handed over non-blocking stays so: restore puts back what was.
+	var fds [2]int
+	require.NoError(t, syscall.Pipe(fds[:]))
+	defer syscall.Close(fds[0])
+	require.NoError(t, syscall.SetNonblock(fds[1], true))
+	nb := os.NewFile(uintptr(fds[1]), "nb")
+	defer nb.Close()
+	_, restore = pollable(nb)
+	restore()
+	flags, err := unix.FcntlInt(uintptr(fds[1]), unix.F_GETFL, 0)
+	require.NoError(t, err)
+	assert.NotZero(t, flags&unix.O_NONBLOCK, "still non-blocking")
 
 	f, err := os.Create(t.TempDir() + "/out")
 	require.NoError(t, err)

@@ -402,11 +402,11 @@ func (c *lineConn) writeDirect(ctx context.Context, line []byte) error {
 		return errWritesCut
 	default:
 	}
-	if _, err := c.direct.Write(line); errors.Is(err, os.ErrDeadlineExceeded) {
+	_, err := c.direct.Write(line)
+	if errors.Is(err, os.ErrDeadlineExceeded) {
 		return errWritesCut
-	} else {
-		return err
 	}
+	return err
 }
 
 // writeLines writes each message handed to it until the writes are cut. A write blocked then
