@@ -62,4 +62,11 @@ func TestTuneProcsUnlessGOMAXPROCSIsSet(t *testing.T) {
 		return ""
 	}))
 	assert.Equal(t, 3, runtime.GOMAXPROCS(0), "GOMAXPROCS set: left as the runtime read it")
+	assert.Equal(t, stdioProcs, tuneProcs(func(k string) string {
+		if k == "GOMAXPROCS" {
+			return "abc" // the runtime ignores it too
+		}
+		return ""
+	}))
+	assert.Equal(t, stdioProcs, runtime.GOMAXPROCS(0))
 }

@@ -20,6 +20,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -90,10 +91,10 @@ func tuneGC(getenv func(string) string, storeKind string) int {
 // (pollable): a read waiting on stdin would otherwise hold the only P.
 const stdioProcs = 1
 
-// tuneProcs sets GOMAXPROCS to stdioProcs unless GOMAXPROCS is set, and returns the value in
-// force.
+// tuneProcs sets GOMAXPROCS to stdioProcs unless GOMAXPROCS is set to a number the runtime
+// took (a positive one), and returns the value in force.
 func tuneProcs(getenv func(string) string) int {
-	if getenv("GOMAXPROCS") != "" {
+	if n, err := strconv.Atoi(getenv("GOMAXPROCS")); err == nil && n > 0 {
 		return runtime.GOMAXPROCS(0)
 	}
 	runtime.GOMAXPROCS(stdioProcs)
