@@ -301,12 +301,19 @@ func (c *call) recordEnd(ctx context.Context, r result) error {
 }
 
 // unrecorded is the result of a round whose outcome r could not be recorded (err): r is
-// kept, and an identical resend records it again before it gets it. A call fenced stands
-// down; one whose first prompt could not be recorded ends (it is a new question the store
-// refused).
+// kept, and an identical resend records it again before it gets it. The resends already
+// waiting for the claimed round's outcome hear the store error this request hears (they came
+// before the write failed, and would otherwise wait for ever: a pure call's claim fails with
+// the write of its result). A call fenced stands down; one whose first prompt could not be
+// recorded ends (it is a new question the store refused).
 func (c *call) unrecorded(r result, save func(context.Context) error, end bool, err error) result {
+	failed := fail(storeError(err))
 	c.mu.Lock()
 	c.unsaved = &pending{r: r, save: save, end: end}
+	if c.slot != nil {
+		c.slot.fill(failed)
+		c.slot = newClaimSlot() // filled by the resend that records r
+	}
 	c.mu.Unlock()
 	switch {
 	case errors.Is(err, errFenced):
@@ -317,7 +324,7 @@ func (c *call) unrecorded(r result, save func(context.Context) error, end bool, 
 		c.dropLanded()
 	}
 	c.el.log.Warn("a question's step could not be recorded", "id", c.id, "error", err.Error())
-	return fail(storeError(err))
+	return failed
 }
 
 // dropLanded deletes c's record if its first write, reported failed, landed all the same

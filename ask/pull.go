@@ -424,26 +424,30 @@ func (c *call) settle(round int, r result) {
 }
 
 // again is an identical resend of the claimed round: it gets what the first one got, once
-// known; what could not be recorded is tried again first.
-func (c *call) again(ctx context.Context, round int) result {
+// known; what could not be recorded is tried again first. ok is false when the claim was
+// undone (unclaim) since the resend saw it: the resend may claim the round itself.
+func (c *call) again(ctx context.Context, round int) (r result, ok bool) {
 	c.mu.Lock()
-	slot, unsaved := c.slot, c.unsaved
+	slot, unsaved, undone := c.slot, c.unsaved, c.claimed < round
 	c.mu.Unlock()
 	if unsaved != nil {
 		if r, ok := c.retryRecord(ctx, round); ok {
-			return r
+			return r, true
 		}
 	}
-	if slot == nil {
-		return fail(errUsed)
+	switch {
+	case slot == nil && undone:
+		return result{}, false
+	case slot == nil:
+		return fail(errUsed), true
 	}
 	select {
 	case <-slot.done:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return slot.sent
+		return slot.sent, true
 	case <-ctx.Done():
-		return result{err: ctx.Err()}
+		return result{err: ctx.Err()}, true
 	}
 }
 
@@ -584,7 +588,10 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 		c.standDown()
 		return result{}, true
 	case resend:
-		return c.again(ctx, st.Round), false
+		if r, ok := c.again(ctx, st.Round); ok {
+			return r, false
+		}
+		return c.resume(ctx, st, args, resp, has) // the claim was undone just now: claim again
 	case st.Round <= claimed:
 		return fail(errUsed), false
 	case cur != st.Round:
