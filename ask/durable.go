@@ -466,9 +466,9 @@ func responseSum(resp mcp.InputResponse) string {
 // 8785 (jsontext's, a quarter of the time, one allocation) is the same bytes, that is used.
 // It is, but for what sameAsReencoded rules out.
 func argsDigest(args json.RawMessage) string {
-	if len(args) > 0 {
+	if len(args) > 0 && sameAsReencoded(args) {
 		v := jsontext.Value(bytes.Clone(args))
-		if sameAsReencoded(args) && v.Canonicalize() == nil && sameAsReencoded(v) {
+		if v.Canonicalize() == nil && sameAsReencoded(v) {
 			return digest(v)
 		}
 	}

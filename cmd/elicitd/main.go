@@ -84,8 +84,8 @@ func tuneGC(getenv func(string) string, storeKind string) int {
 // goroutines (the reading one, the SDK's, the handler, the question's actor, the store's).
 // With several Ps, each hand-off in a process that idles between requests wakes another
 // operating-system thread (a futex call, a thread spinning for work and sleeping again); with
-// one, the chain runs on one thread. Measured beside raw go-sdk (docs/testing.md): a
-// pull-era call at one caller used 183 us less CPU than raw with one P and 33 us more with
+// one, the chain runs on one thread. Measured beside raw go-sdk (the peers harness's driver,
+// interleaved): a pull-era call at one caller used 183 us less CPU than raw with one P and 33 us more with
 // two, and at 16 callers one P is faster too: the server's CPU per call, not parallelism,
 // bounds a stdio server's throughput. It needs stdin polled, not read in a system call
 // (pollable): a read waiting on stdin would otherwise hold the only P.
