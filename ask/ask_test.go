@@ -151,23 +151,45 @@ func TestStateTokensDecodeStrictly(t *testing.T) {
 // A token's payload decodes only as written: any cut or extra byte is refused, never a panic
 // (it is read only after its MAC checked out, but a key could leak).
 func TestStatePayloadDecodesOnlyAsWritten(t *testing.T) {
-	st := requestState{ID: "id-1", Owner: "owner", Tool: "ask_user", Round: 3, Expires: 1_790_000_000}
-	b := st.appendBinary(nil)
-	got, ok := decodeState(b)
-	require.True(t, ok)
-	assert.Equal(t, st, got)
-	for n := range len(b) {
-		_, ok := decodeState(b[:n])
-		assert.False(t, ok, "cut at %d", n)
+	behind := &firstRound{Args: [digestBytes]byte{1, 2, 3}, Prompt: [digestBytes]byte{15: 9}, Due: 1_790_000_600_123, Until: 1_790_000_060_000}
+	for _, st := range []requestState{
+		{ID: "id-1", Owner: "owner", Tool: "ask_user", Round: 3, Expires: 1_790_000_000},
+		{ID: "id-2", Owner: "owner", Tool: "ask_user", Round: 1, Expires: 1_790_000_000, Behind: behind},
+	} {
+		b := st.appendBinary(nil)
+		got, ok := decodeState(b)
+		require.True(t, ok)
+		assert.Equal(t, st, got)
+		for n := range len(b) {
+			_, ok := decodeState(b[:n])
+			assert.False(t, ok, "cut at %d", n)
+		}
+		_, ok = decodeState(append(b, 0))
+		assert.False(t, ok, "a byte too many")
+		_, ok = decodeState(append([]byte{stateVersionBehind + 1}, b[1:]...))
+		assert.False(t, ok, "another version")
 	}
-	_, ok = decodeState(append(b, 0))
-	assert.False(t, ok, "a byte too many")
-	_, ok = decodeState(append([]byte{stateVersion + 1}, b[1:]...))
-	assert.False(t, ok, "another version")
+	v1 := requestState{ID: "id-1", Owner: "owner", Tool: "ask_user", Round: 1, Expires: 1_790_000_000}.appendBinary(nil)
+	_, ok := decodeState(append([]byte{stateVersionBehind}, v1[1:]...))
+	assert.False(t, ok, "version 2 without what it carries")
+}
+
+// A first round written behind its prompt carries the digests of its arguments and prompt,
+// as the record keeps them.
+func TestDigestsTravelRawAndBack(t *testing.T) {
+	d := argsDigest([]byte(`{"a":1}`))
+	b, ok := rawDigest(d)
+	require.True(t, ok)
+	assert.Equal(t, d, digestString(b))
+	for _, bad := range []string{"", "short", d + "A", "!!!!!!!!!!!!!!!!!!!!!!"} {
+		_, ok := rawDigest(bad)
+		assert.False(t, ok, "%q", bad)
+	}
 }
 
 func FuzzDecodeState(f *testing.F) {
 	f.Add(requestState{ID: "a", Owner: "b", Tool: "c", Round: 1, Expires: 5}.appendBinary(nil))
+	f.Add(requestState{ID: "a", Owner: "b", Tool: "c", Round: 1, Expires: 5, Behind: &firstRound{Due: -1, Until: 7}}.appendBinary(nil))
 	f.Add([]byte{stateVersion, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		if st, ok := decodeState(b); ok {

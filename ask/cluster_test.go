@@ -47,6 +47,9 @@ func ptr[T any](v T) *T { return &v }
 // pureTools makes the clusters' tools Pure (TestTheStoreSuitesWithPureTools).
 var pureTools bool
 
+// recordBehind sets the clusters' Options.RecordBehind (behind_test.go).
+var recordBehind bool
+
 func newCluster(t *testing.T, n int, s store.Store, relay store.Relay) []*clusterNode {
 	return newClusterOn(t, clock.New(), n, s, relay)
 }
@@ -69,7 +72,7 @@ func newClusterWith(t *testing.T, clk clock.Clock, n int, s store.Store, relay s
 	for range n {
 		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 		el := ask.New(server, ask.Options{Clock: clk, Timeout: time.Minute, StateKey: key, Store: s, Relay: relay,
-			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }})
+			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }, RecordBehind: recordBehind})
 		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
 		starts := &atomic.Int32{}
 		h := handler(el)

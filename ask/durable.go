@@ -81,6 +81,11 @@ type durable struct {
 	// A pure call's claim not yet recorded: the next write records it with what the
 	// claimed round returns (deferClaim).
 	pend *pendingClaim
+	// The first round handed out, written behind its prompt (recordHandBehind) by a write
+	// that failed: the next write records it.
+	first func(*store.Record) error
+	// argsSum is argsDigest(args), once computed.
+	argsSum string
 	// The result recordEnd recorded, encoded: what the call's memory keeps for a resend
 	// (forget), without encoding it again.
 	endSent []byte
@@ -109,11 +114,12 @@ func (p *pendingClaim) apply(rec *store.Record) error {
 	return nil
 }
 
-// recorded reports whether c has a record.
+// recorded reports whether c has a record, or one its next write makes (its first round,
+// written behind its prompt, whose write failed). It waits for a write in flight.
 func (c *call) recorded() bool {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.rec != nil
+	return c.rec != nil || c.first != nil
 }
 
 // isFenced reports whether another node has taken c over.
@@ -147,6 +153,14 @@ type pending struct {
 func (c *call) write(ctx context.Context, change func(r *store.Record) error) error {
 	c.wmu.Lock()
 	defer c.wmu.Unlock()
+	return c.writeLocked(ctx, change)
+}
+
+// writeLocked is write, c.wmu held. A first write (a Create) that finds the record there
+// already reads it: one this node wrote (a write reported failed that landed all the same)
+// is c's; another node's means that node wrote it from the requestState of the first round
+// and took the call over (replay.go): c is fenced.
+func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) error) error {
 	if c.fenced {
 		return errFenced
 	}
@@ -158,6 +172,11 @@ func (c *call) write(ctx context.Context, change func(r *store.Record) error) er
 			r.Log = slices.Clip(r.Log)
 		} else {
 			r = c.newRecord()
+			if c.first != nil {
+				if err := c.first(&r); err != nil {
+					return err
+				}
+			}
 		}
 		claims := false
 		if c.pend != nil {
@@ -187,8 +206,20 @@ func (c *call) write(ctx context.Context, change func(r *store.Record) error) er
 		}
 		if err == nil {
 			r.Revision = rev
-			c.rec, c.pend = &r, nil
+			c.rec, c.pend, c.first = &r, nil, nil
 			return nil
+		}
+		if errors.Is(err, store.ErrExists) && c.rec == nil && try < 4 {
+			cur, gerr := c.el.store.Get(ctx, c.owner, c.id)
+			if gerr != nil {
+				return gerr
+			}
+			if cur.Node != c.el.node || cur.Epoch != 1 {
+				c.fenced = true
+				return errFenced
+			}
+			c.rec, c.first = &cur, nil // in the record already, with what it recorded
+			continue
 		}
 		if !errors.Is(err, store.ErrConflict) || c.rec == nil || try == 4 {
 			return err
@@ -207,8 +238,16 @@ func (c *call) write(ctx context.Context, change func(r *store.Record) error) er
 
 // newRecord is c's record before its first write.
 func (c *call) newRecord() store.Record {
-	return store.Record{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, ArgsDigest: argsDigest(c.args), Era: "pull",
+	return store.Record{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, ArgsDigest: c.argsDigest(), Era: "pull",
 		Node: c.el.node, Epoch: 1, Created: c.el.clk.Now(), State: "active"}
+}
+
+// argsDigest is argsDigest(c.args), computed once (c.wmu held, or before c's handler runs).
+func (c *call) argsDigest() string {
+	if c.argsSum == "" {
+		c.argsSum = argsDigest(c.args)
+	}
+	return c.argsSum
 }
 
 // recordHand records round n handed out as r, asking pr. The first round's r is not kept:
@@ -222,13 +261,84 @@ func (c *call) recordHand(ctx context.Context, pr elicitation.Prompt, n int, r r
 			return err
 		}
 	}
-	sum, snap := promptSum(pr), pr.Elicitation.Snapshot()
-	return c.write(ctx, func(rec *store.Record) error {
+	err := c.write(ctx, c.handChange(pr, promptSum(pr), n, out))
+	if err == nil {
+		c.el.syncFirst.Store(false) // the store takes writes: first rounds may go behind again
+	}
+	return err
+}
+
+// handChange is the change to c's record that round n, asking pr (digest sum), makes, out
+// what the round's request got (nil for the first).
+func (c *call) handChange(pr elicitation.Prompt, sum string, n int, out json.RawMessage) func(*store.Record) error {
+	snap, asks := pr.Elicitation.Snapshot(), c.asks
+	return func(rec *store.Record) error {
 		rec.Handed, rec.Prompt, rec.Outcome = n, sum, out
 		rec.Due, rec.Deadline = snap.Deadline, snap.Deadline.Add(c.el.retention())
-		rec.Question, rec.Title, rec.Attempts, rec.Asks = snap.ID, snap.Title, pr.Attempt, c.asks
+		rec.Question, rec.Title, rec.Attempts, rec.Asks = snap.ID, snap.Title, pr.Attempt, asks
 		return nil
-	})
+	}
+}
+
+// behind reports whether c's round n, asking pr, goes out before its record is written
+// (Options.RecordBehind), and if so returns what its requestState carries for that. Only a
+// call's first round, of a replayable call, in form mode (a page round's link lives in the
+// record) and while the store takes writes (syncFirst).
+func (c *call) behind(pr elicitation.Prompt, n int) *firstRound {
+	el := c.el
+	if !el.recordBehind || el.store == nil || n != 1 || !c.replayable || isPage(pr) || pr.Attempt != 1 || c.asks != 1 ||
+		el.syncFirst.Load() {
+		return nil
+	}
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	if c.rec != nil || c.first != nil || c.fenced {
+		return nil
+	}
+	f := &firstRound{}
+	args, ok1 := rawDigest(c.argsDigest())
+	prompt, ok2 := rawDigest(promptSum(pr))
+	if !ok1 || !ok2 {
+		return nil
+	}
+	f.Args, f.Prompt = args, prompt
+	due := pr.Elicitation.Snapshot().Deadline
+	f.Due = due.UnixMilli()
+	f.Until = min(f.Due, el.clk.Now().Add(el.retention()).UnixMilli())
+	return f
+}
+
+// recordHandBehind records round 1, asking pr, as recordHand does, but on a goroutine of its
+// own: the prompt goes out without waiting for the write, which lands while the client
+// asks the person. c.wmu is taken here and held until the write is done, so every later
+// write of the call, and every question about its record (recorded, isFenced), waits for
+// it: a retry's claim is never written before the round it claims. A write that fails
+// loses nothing: the call's next write records the round with its own (first), a node that
+// finds no record writes it from the requestState (replay.go), and until a first round is
+// recorded again, the Elicitor records the next calls' first rounds before their prompts
+// go out (so a store that fails refuses new questions, rather than ask them).
+func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n int, f *firstRound) {
+	change := c.handChange(pr, digestString(f.Prompt), n, nil)
+	c.wmu.Lock()
+	c.el.busy.begin()
+	go func() {
+		defer c.el.busy.end()
+		err := c.writeLocked(ctx, change)
+		fenced := errors.Is(err, errFenced)
+		if err != nil && !fenced {
+			// Set before the lock goes: whatever waited for this write sees them.
+			c.first = change
+			c.el.syncFirst.Store(true)
+		}
+		c.wmu.Unlock()
+		switch {
+		case fenced:
+			// Another node wrote the record from the requestState and took the call over.
+			c.standDown()
+		case err != nil:
+			c.el.log.Warn("a question's first round could not be recorded; its next step records it", "id", c.id, "error", err.Error())
+		}
+	}()
 }
 
 // newClaim is round claimed for the response resp (digest sum), to be added to the log.
@@ -433,8 +543,21 @@ func digest(parts ...[]byte) string {
 		h.Write(p)
 		h.Write([]byte{0})
 	}
-	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:digestBytes])
 }
+
+// rawDigest is the bytes of a digest (digest's form); false if s is not one.
+func rawDigest(s string) (b [digestBytes]byte, ok bool) {
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) != digestBytes {
+		return b, false
+	}
+	copy(b[:], raw)
+	return b, true
+}
+
+// digestString is the digest whose bytes are b (rawDigest's inverse).
+func digestString(b [digestBytes]byte) string { return base64.RawURLEncoding.EncodeToString(b[:]) }
 
 // promptSum is the digest of what a prompt asks: its message and its wire schema.
 func promptSum(pr elicitation.Prompt) string {

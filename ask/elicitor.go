@@ -74,6 +74,16 @@ type Options struct {
 	// Store's, if it is a store.Relay too. Without one, a node takes over every call a
 	// retry brings it (replay.go).
 	Relay store.Relay
+	// RecordBehind lets a pull-era call's first prompt go out before the store has its
+	// record: the write lands while the client asks the person, off the call's critical
+	// path (one store round trip a call fewer to wait for). The prompt's requestState then
+	// carries, signed, what any node needs to write the record itself if it finds none (the
+	// node that asked was killed before its write landed), so a restart still loses
+	// nothing, and the requestState is still good for one use. What changes: another node
+	// may not list the question for the moment the write takes, and a store that fails
+	// lets one question out before new ones are refused. Set it where one node serves each
+	// client (elicitd over stdio). Only replayable tools' form-mode first rounds go behind.
+	RecordBehind bool
 	// Node names this Elicitor among those sharing Store: 1-64 letters, digits or '-',
 	// unique to each running process; random when empty (the usual choice).
 	Node string
@@ -101,17 +111,22 @@ type Elicitor struct {
 	pages       *page.Server
 	pageWait    time.Duration
 
-	store     store.Store
-	relay     store.Relay
-	node      string // this Elicitor's name among those sharing the store
-	stopRelay func()
-	stopping  atomic.Bool  // Close has begun
-	onEnd     func(Ending) // Options.OnEnd
-	moreStats map[string]func() any
-	roster    *roster       // with a store and a relay: this node's open 2025-11-25 questions
-	swept     atomic.Int64  // questions of dead nodes this node ended
-	idPrefix  string        // the node's name and '-': call ids never repeat across restarts
-	callSeq   atomic.Uint64 // numbers the pull-era calls
+	store store.Store
+	relay store.Relay
+	// recordBehind is Options.RecordBehind; syncFirst, while set, has first rounds recorded
+	// before their prompts go out all the same: until a write succeeds (at the start, and
+	// after a write behind failed).
+	recordBehind bool
+	syncFirst    atomic.Bool
+	node         string // this Elicitor's name among those sharing the store
+	stopRelay    func()
+	stopping     atomic.Bool  // Close has begun
+	onEnd        func(Ending) // Options.OnEnd
+	moreStats    map[string]func() any
+	roster       *roster       // with a store and a relay: this node's open 2025-11-25 questions
+	swept        atomic.Int64  // questions of dead nodes this node ended
+	idPrefix     string        // the node's name and '-': call ids never repeat across restarts
+	callSeq      atomic.Uint64 // numbers the pull-era calls
 
 	owners sync.Map  // *mcp.ServerSession -> sessionOwner, for the default owner hook
 	calls  callStore // pull era: the calls a client may come back to, and how recent ones ended
@@ -157,6 +172,8 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	}
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
 		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: o.OnEnd, moreStats: o.MoreStats}
+	el.recordBehind = o.RecordBehind
+	el.syncFirst.Store(true)
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
 	el.serveRelay(o.Store)
 	server.AddSendingMiddleware(attachWireSchema)

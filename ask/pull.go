@@ -325,7 +325,8 @@ func (c *call) saveEnd(r result) error {
 // question may live.
 const stateLifetime = elicitation.DefaultMaxLifetime
 
-// hand returns pr as the input requests of a new round, recorded first with a store.
+// hand returns pr as the input requests of a new round, recorded first with a store (or
+// as it goes out: recordHandBehind).
 func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
 	params := elicitParams
 	if isPage(pr) && c.links != nil {
@@ -341,12 +342,17 @@ func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
 	n := c.handed
 	c.asking = pr
 	c.mu.Unlock()
+	behind := c.behind(pr, n)
 	token := c.el.signer.sign(requestState{ID: c.id, Owner: c.owner, Tool: c.req.Params.Name, Round: n,
-		Expires: c.el.clk.Now().Add(stateLifetime).Unix()})
+		Expires: c.el.clk.Now().Add(stateLifetime).Unix(), Behind: behind})
 	r := result{res: &mcp.CallToolResult{
 		InputRequests: mcp.InputRequestMap{inputKey(n): params(pr)},
 		RequestState:  token,
 	}}
+	if behind != nil {
+		c.recordHandBehind(ctx, pr, n, behind)
+		return r
+	}
 	if c.el.store != nil {
 		if err := c.recordHand(ctx, pr, n, r); err != nil {
 			return c.unrecorded(r, func(ctx context.Context) error { return c.recordHand(ctx, pr, n, r) }, false, err)

@@ -19,7 +19,9 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"slices"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -39,6 +41,12 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 	args := argsDigest(req.Params.Arguments)
 	for range 5 {
 		rec, err := el.store.Get(ctx, owner, st.ID)
+		absent := false
+		if errors.Is(err, store.ErrNotFound) && st.Behind != nil && el.clk.Now().UnixMilli() < st.Behind.Until {
+			// A first round whose record, written behind its prompt, never landed (its node
+			// was killed first): the requestState says what it was.
+			rec, err, absent = st.Behind.record(st, owner, el), nil, true
+		}
 		if err != nil {
 			return fail(storeError(err))
 		}
@@ -72,7 +80,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		}
 		// The round is open (or claimed, its result lost with its node): the node holding
 		// the call answers, while it runs.
-		if rec.Node != el.node && el.relay != nil {
+		if !absent && rec.Node != el.node && el.relay != nil {
 			r, err := el.forward(ctx, rec.Node, owner, req.Params)
 			if err == nil {
 				return r
@@ -84,7 +92,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		if !replayable {
 			return fail(stateError("finished", "the server that asked that question has stopped, and %s cannot be taken over (it is not replayable); call the tool again without requestState", req.Params.Name))
 		}
-		r, err := el.takeOver(ctx, rec, st, req, resp, sum, resend, start)
+		r, err := el.takeOver(ctx, rec, absent, st, req, resp, sum, resend, start)
 		if errors.Is(err, store.ErrConflict) {
 			continue // another node moved it first: look again
 		}
@@ -97,8 +105,9 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 }
 
 // takeOver makes this node rec's, claiming st's round for resp (unless resend: it was
-// claimed with it already), and replays the handler.
-func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, st requestState, req *mcp.CallToolRequest, resp mcp.InputResponse, sum string, resend bool, start handler) (result, error) {
+// claimed with it already), and replays the handler. absent: rec is not in the store (it
+// was made from the requestState), and is created there; ErrConflict if it is there by now.
+func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool, st requestState, req *mcp.CallToolRequest, resp mcp.InputResponse, sum string, resend bool, start handler) (result, error) {
 	next := rec
 	next.Node, next.Epoch = el.node, rec.Epoch+1
 	if !resend {
@@ -116,7 +125,16 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, st requestSt
 	// the record names this node finds the call, and waits for its outcome, rather than
 	// take it over a second time.
 	el.calls.add(c)
-	rev, err := el.store.Update(context.WithoutCancel(ctx), next)
+	var rev uint64
+	var err error
+	if absent {
+		rev, err = el.store.Create(context.WithoutCancel(ctx), next)
+		if errors.Is(err, store.ErrExists) {
+			err = fmt.Errorf("%w: %w", store.ErrConflict, err) // written meanwhile: read it
+		}
+	} else {
+		rev, err = el.store.Update(context.WithoutCancel(ctx), next)
+	}
 	if err != nil {
 		c.mu.Lock()
 		c.slot.fill(fail(storeError(errFenced)))
@@ -125,7 +143,11 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, st requestSt
 		return result{}, err
 	}
 	c.rec.Revision = rev
-	el.log.Info("took a question over", "id", rec.ID, "from", rec.Node, "epoch", next.Epoch, "rounds", len(next.Log))
+	from := rec.Node
+	if absent {
+		from = "(not recorded)"
+	}
+	el.log.Info("took a question over", "id", rec.ID, "from", from, "epoch", next.Epoch, "rounds", len(next.Log))
 	el.begin(ctx, c, start)
 	r := c.next(ctx)
 	c.settle(st.Round, r)
@@ -185,4 +207,14 @@ func (c *call) diverged(n int, why string) result {
 	c.kill(elicitation.ToolError)
 	c.el.forget(c, &r)
 	return r
+}
+
+// record is the record of st's first round as the node that handed it out would have
+// written it: what recordHandBehind writes, but for the question's id and title, which the
+// replay writes with its next step.
+func (f *firstRound) record(st requestState, owner string, el *Elicitor) store.Record {
+	due := time.UnixMilli(f.Due)
+	return store.Record{ID: st.ID, Owner: owner, Tool: st.Tool, ArgsDigest: digestString(f.Args), Era: "pull",
+		Epoch: 1, Created: el.clk.Now(), Due: due, Deadline: due.Add(el.retention()), Handed: 1,
+		Prompt: digestString(f.Prompt), State: "active", Attempts: 1, Asks: 1}
 }

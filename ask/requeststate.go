@@ -25,21 +25,55 @@ type requestState struct {
 	Tool    string
 	Round   int
 	Expires int64 // unix seconds
+	// Behind is set in the token of a call's first round whose record is written behind
+	// its prompt (Options.RecordBehind): what any node needs to write that record itself
+	// if it finds none (the node that asked died before the write landed).
+	Behind *firstRound
 }
 
-// stateVersion is the first byte of a token's payload: a later layout gets another.
-const stateVersion = 1
+// firstRound is what a requestState carries of a first round whose record is written
+// behind its prompt: enough to write the record again, and bound, as the rest, by the MAC.
+type firstRound struct {
+	Args   [digestBytes]byte // the call's arguments digest (argsDigest)
+	Prompt [digestBytes]byte // the prompt's digest (promptSum)
+	Due    int64             // unix ms: the question's deadline when it was asked
+	// Until (unix ms) is when a missing record may no longer be written from the token:
+	// the earlier of Due and the time a written record is kept for at the least (it ends
+	// no sooner than the round was handed out, and is kept Options.PullIdle, or the
+	// timeout, after it ends). Before it, no record means none was written; after it, the
+	// record may have come and gone, and writing it again would let the token be used twice.
+	Until int64
+}
+
+// digestBytes is the size of a digest (digest), raw.
+const digestBytes = 16
+
+// The first byte of a token's payload: a later layout gets another.
+const (
+	stateVersion       = 1 // ID, Owner, Tool, Round, Expires
+	stateVersionBehind = 2 // and Behind
+)
 
 // appendBinary appends st as its token payload: the version, the round and expiry as
 // varints, then each string with its length. A token travels in every pull-era round, both
 // ways, and is read by several JSON passes on each side: it is kept small.
 func (st requestState) appendBinary(b []byte) []byte {
-	b = append(b, stateVersion)
+	if st.Behind == nil {
+		b = append(b, stateVersion)
+	} else {
+		b = append(b, stateVersionBehind)
+	}
 	b = binary.AppendUvarint(b, uint64(st.Round))
 	b = binary.AppendVarint(b, st.Expires)
 	for _, s := range []string{st.ID, st.Owner, st.Tool} {
 		b = binary.AppendUvarint(b, uint64(len(s)))
 		b = append(b, s...)
+	}
+	if f := st.Behind; f != nil {
+		b = append(b, f.Args[:]...)
+		b = append(b, f.Prompt[:]...)
+		b = binary.AppendVarint(b, f.Due)
+		b = binary.AppendVarint(b, f.Until)
 	}
 	return b
 }
@@ -48,9 +82,10 @@ func (st requestState) appendBinary(b []byte) []byte {
 // non-canonical spelling of one (a varint with padding).
 func decodeState(b []byte) (requestState, bool) {
 	var st requestState
-	if len(b) == 0 || b[0] != stateVersion {
+	if len(b) == 0 || (b[0] != stateVersion && b[0] != stateVersionBehind) {
 		return st, false
 	}
+	behind := b[0] == stateVersionBehind
 	b = b[1:]
 	round, n := binary.Uvarint(b)
 	if !wholeVarint(b, n) || round > math.MaxInt32 {
@@ -69,6 +104,23 @@ func decodeState(b []byte) (requestState, bool) {
 			return st, false
 		}
 		*dst, b = string(b[n:n+int(size)]), b[n+int(size):]
+	}
+	if behind {
+		f := &firstRound{}
+		if len(b) < 2*digestBytes {
+			return st, false
+		}
+		copy(f.Args[:], b)
+		copy(f.Prompt[:], b[digestBytes:])
+		b = b[2*digestBytes:]
+		for _, dst := range []*int64{&f.Due, &f.Until} {
+			v, n := binary.Varint(b)
+			if !wholeVarint(b, n) {
+				return st, false
+			}
+			*dst, b = v, b[n:]
+		}
+		st.Behind = f
 	}
 	return st, len(b) == 0
 }

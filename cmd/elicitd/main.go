@@ -204,6 +204,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	pages := newPageOnDemand(cfg.page, logger)
 	defer pages.close()
 	opts.Pages = pages.pages
+	// One client, served by this process alone: a question's first prompt need not wait
+	// for its record (the requestState carries what a restarted elicitd needs to write it).
+	opts.RecordBehind = true
 	srv := newServer(opts, version)
 
 	sigs := make(chan os.Signal, 1)

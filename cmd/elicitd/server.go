@@ -44,6 +44,9 @@ type options struct {
 	Pages    *page.Server  // elicitd's page, for secrets and files; nil: none
 	PageWait time.Duration // see ask.Options.PageWait
 	Store    store.Store   // where 2026-07-28 questions are kept (ask.Options.Store); nil: this process only
+	// RecordBehind: a call's first prompt goes out before its record is written
+	// (ask.Options.RecordBehind); stdio sets it, where this process alone serves its client.
+	RecordBehind bool
 	// Templates are the forms ask_user asks by name, and the shipping tools' wording; nil:
 	// the built-in ones only. TemplateDirs, when set, are where they were loaded from: the
 	// server loads them again on SIGHUP, until close.
@@ -76,7 +79,7 @@ func newServer(o options, version string) *server {
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
 		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle,
 		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait, Store: o.Store,
-		OnEnd: o.OnEnd, MoreStats: o.MoreStats})
+		RecordBehind: o.RecordBehind, OnEnd: o.OnEnd, MoreStats: o.MoreStats})
 	set := o.Templates
 	if set == nil {
 		var err error
