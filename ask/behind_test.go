@@ -254,3 +254,112 @@ func TestAFirstRoundWrittenBehindOnAFailingStore(t *testing.T) {
 		})
 	}
 }
+
+// Identical retries that reach one node at once, for a call whose node is gone (or whose
+// record never landed): the node takes the call over once, its handler runs once, and every
+// retry gets the one outcome.
+func TestIdenticalRetriesTakeACallOverOnce(t *testing.T) {
+	for _, lost := range []bool{false, true} {
+		t.Run(fmt.Sprintf("record lost %v", lost), func(t *testing.T) {
+			withRecordBehind(t)
+			for range 20 {
+				h := newHeldCreate(nil)
+				nodes := newCluster(t, 2, h, nil)
+				a, b := nodes[0], nodes[1]
+				a.call(t, "", 0, nil)
+				h.armed.Store(true)
+				first := a.call(t, "", 0, nil)
+				(<-h.held) <- !lost
+				<-h.done
+				require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+				const n = 4
+				var outs []<-chan *mcp.CallToolResult
+				for range n {
+					outs = append(outs, b.callAsync(first.RequestState, 1, ada))
+				}
+				for _, o := range outs {
+					out, err := elicittest.Payload(<-o)
+					require.NoError(t, err)
+					assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+				}
+				require.Equal(t, int32(1), b.starts.Load(), "B ran the handler once")
+			}
+		})
+	}
+}
+
+// A record written for a first round that went out before it is kept as long as that
+// round's requestState could write it again, whichever node ends the question: here one
+// that keeps ended questions a few seconds only (a restart with a shorter --pull-idle). A
+// second answer with the state, past those seconds, is still a second use.
+func TestARecordIsKeptAsLongAsItsStateCouldWriteIt(t *testing.T) {
+	withRecordBehind(t)
+	nodeOptions = func(i int, o *ask.Options) {
+		if i == 1 {
+			o.PullIdle = 5 * time.Second
+		}
+	}
+	t.Cleanup(func() { nodeOptions = nil })
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+	h := newHeldCreate(clk)
+	nodes := newClusterOn(t, clk, 2, h, nil)
+	a, b := nodes[0], nodes[1]
+	a.call(t, "", 0, nil)
+	h.armed.Store(true)
+	first := a.call(t, "", 0, nil)
+	(<-h.held) <- true
+	require.NoError(t, <-h.done)
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+
+	out, err := elicittest.Payload(b.call(t, first.RequestState, 1, ada))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+	rec := ended(t, h.Store, caller)
+	assert.False(t, rec.Deadline.Before(clk.Now().Add(time.Minute)), "kept a minute (A's), not B's 5 s: %s", rec.Deadline)
+
+	clk.Add(10 * time.Second)
+	used, err := elicittest.Payload(b.call(t, first.RequestState, 1, map[string]any{"name": "Bob", "age": 40}))
+	require.NoError(t, err)
+	assert.Equal(t, "used", used["reason"], "%v", used)
+	assert.Equal(t, int32(1), b.starts.Load(), "the handler ran once")
+}
+
+// noNewRecords is a full store: it refuses new records, and still takes changes to those it
+// has (they do not grow).
+type noNewRecords struct {
+	store.Store
+	full atomic.Bool
+}
+
+func (f *noNewRecords) Create(ctx context.Context, r store.Record) (uint64, error) {
+	if f.full.Load() {
+		return 0, fmt.Errorf("%w: the test filled it", store.ErrFull)
+	}
+	return f.Store.Create(ctx, r)
+}
+
+// Once a first round's write behind its prompt has failed, new questions are refused before
+// they are asked until a new record is written again: another question's next round,
+// written to a store that refuses only new records, does not count.
+func TestAFullStoreRefusesNewQuestionsAfterOneWentOut(t *testing.T) {
+	withRecordBehind(t)
+	f := &noNewRecords{Store: memory.New(memory.Options{})}
+	a := newCluster(t, 1, f, nil)[0]
+	w := a.call(t, "", 0, nil)
+	f.full.Store(true)
+	y := a.call(t, "", 0, nil)
+	r, _ := asked(t, y)
+	require.Equal(t, 1, r, "out before its write failed")
+	p := payload(t, a, y.RequestState, 1, ada)
+	assert.Equal(t, ask.CodeStoreFull, p["code"], "its answer waits for room: %v", p)
+	p = payload(t, a, "", 0, nil)
+	assert.Equal(t, ask.CodeStoreFull, p["code"], "%v", p)
+	r, _ = asked(t, a.call(t, w.RequestState, 1, map[string]any{"name": "Ada", "age": 12}))
+	require.Equal(t, 2, r, "the first question's re-prompt is written")
+	p = payload(t, a, "", 0, nil)
+	assert.Equal(t, ask.CodeStoreFull, p["code"], "still refused: %v", p)
+	f.full.Store(false)
+	out := payload(t, a, y.RequestState, 1, ada)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+}

@@ -12,6 +12,9 @@ import (
 type callStore interface {
 	// add makes c live under its id.
 	add(c *call)
+	// addNew makes c live under its id unless a call is live under it: then it returns that
+	// one, and false.
+	addNew(c *call) (held *call, added bool)
 	// find returns the live call with that id, or else how a recently ended one ended
 	// (zero when the id is unknown or long gone).
 	find(id string) (c *call, e endedCall)
@@ -77,6 +80,11 @@ type memCalls struct {
 var _ callStore = (*memCalls)(nil)
 
 func (s *memCalls) add(c *call) { s.live.Store(c.id, c) }
+
+func (s *memCalls) addNew(c *call) (*call, bool) {
+	v, loaded := s.live.LoadOrStore(c.id, c)
+	return v.(*call), !loaded
+}
 
 func (s *memCalls) find(id string) (*call, endedCall) {
 	if v, ok := s.live.Load(id); ok {

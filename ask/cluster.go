@@ -130,6 +130,7 @@ func (el *Elicitor) manageRecord(ctx context.Context, rec store.Record, op forwa
 	default:
 		return nil, Errorf(CodeFailed, "bad_op", "unknown operation %q", op.Op)
 	}
+	keepDeadline(&next)
 	if _, err := el.store.Update(ctx, next); err != nil {
 		if errors.Is(err, store.ErrConflict) {
 			return nil, err

@@ -50,6 +50,9 @@ var pureTools bool
 // recordBehind sets the clusters' Options.RecordBehind (behind_test.go).
 var recordBehind bool
 
+// nodeOptions, if set, changes the options of the clusters' node i (behind_test.go).
+var nodeOptions func(i int, o *ask.Options)
+
 func newCluster(t *testing.T, n int, s store.Store, relay store.Relay) []*clusterNode {
 	return newClusterOn(t, clock.New(), n, s, relay)
 }
@@ -69,10 +72,14 @@ func newClusterWith(t *testing.T, clk clock.Clock, n int, s store.Store, relay s
 	t.Helper()
 	key := []byte(strings.Repeat("k", 32))
 	var nodes []*clusterNode
-	for range n {
+	for i := range n {
 		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-		el := ask.New(server, ask.Options{Clock: clk, Timeout: time.Minute, StateKey: key, Store: s, Relay: relay,
-			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }, RecordBehind: recordBehind})
+		o := ask.Options{Clock: clk, Timeout: time.Minute, StateKey: key, Store: s, Relay: relay,
+			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }, RecordBehind: recordBehind}
+		if nodeOptions != nil {
+			nodeOptions(i, &o)
+		}
+		el := ask.New(server, o)
 		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
 		starts := &atomic.Int32{}
 		h := handler(el)

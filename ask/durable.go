@@ -197,6 +197,7 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 		case err != nil:
 			return err
 		}
+		keepDeadline(&r)
 		var rev uint64
 		var err error
 		if r.Revision == 0 {
@@ -262,8 +263,10 @@ func (c *call) recordHand(ctx context.Context, pr elicitation.Prompt, n int, r r
 		}
 	}
 	err := c.write(ctx, c.handChange(pr, promptSum(pr), n, out))
-	if err == nil {
-		c.el.syncFirst.Store(false) // the store takes writes: first rounds may go behind again
+	if err == nil && n == 1 {
+		// The store takes new records again (an update of another would not show it: a
+		// full store refuses new records, not changes): first rounds may go behind again.
+		c.el.syncFirst.Store(false)
 	}
 	return err
 }
@@ -304,8 +307,25 @@ func (c *call) behind(pr elicitation.Prompt, n int) *firstRound {
 	f.Args, f.Prompt = args, prompt
 	due := pr.Elicitation.Snapshot().Deadline
 	f.Due = due.UnixMilli()
-	f.Until = min(f.Due, el.clk.Now().Add(el.retention()).UnixMilli())
+	f.Until = min(f.Due, el.clk.Now().Add(el.retention()).UnixMilli()) - clockMargin.Milliseconds()
 	return f
+}
+
+// clockMargin is how far apart the clocks of the nodes sharing a store may be, for a
+// requestState that can write its record again (firstRound.Until): the record is kept
+// (Record.Keep) this long past the state's last moment, and the state honoured this long
+// less than the record is kept for.
+const clockMargin = time.Second
+
+// keep is how long a record written for f must be kept at the least (Record.Keep).
+func (f *firstRound) keep() time.Time { return time.UnixMilli(f.Until).Add(2 * clockMargin) }
+
+// keepDeadline moves r's Deadline to r.Keep if it is earlier: a node whose retention is
+// shorter than the one that asked the question (a restart with other settings) ends it.
+func keepDeadline(r *store.Record) {
+	if r.Deadline.Before(r.Keep) {
+		r.Deadline = r.Keep
+	}
 }
 
 // recordHandBehind records round 1, asking pr, as recordHand does, but on a goroutine of its
@@ -318,7 +338,11 @@ func (c *call) behind(pr elicitation.Prompt, n int) *firstRound {
 // recorded again, the Elicitor records the next calls' first rounds before their prompts
 // go out (so a store that fails refuses new questions, rather than ask them).
 func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n int, f *firstRound) {
-	change := c.handChange(pr, digestString(f.Prompt), n, nil)
+	hand, keep := c.handChange(pr, digestString(f.Prompt), n, nil), f.keep()
+	change := func(r *store.Record) error {
+		r.Keep = keep
+		return hand(r)
+	}
 	c.wmu.Lock()
 	c.el.busy.begin()
 	go func() {
@@ -468,7 +492,7 @@ func (c *call) retryRecord(ctx context.Context, round int) (result, bool) {
 		c.el.forget(c, &p.r)
 	}
 	c.settle(round, p.r)
-	return p.r, true
+	return p.r.own(), true
 }
 
 // storeError is the tool error for a failed store step.

@@ -77,6 +77,16 @@ type result struct {
 	err error
 }
 
+// own returns r with a result of its own: the SDK sets fields of a result as it sends it,
+// and one result may answer several requests at once (an identical resend, waiting).
+func (r result) own() result {
+	if r.res != nil {
+		res := *r.res
+		r.res = &res
+	}
+	return r
+}
+
 // endReason is the cause a pull-era handler's context is cancelled with.
 type endReason struct{ r elicitation.Reason }
 
@@ -403,7 +413,7 @@ func (s *claimSlot) fill(r result) {
 	select {
 	case <-s.done:
 	default:
-		s.sent = r
+		s.sent = r.own() // the request that sends r may be sending it now
 		close(s.done)
 	}
 }
@@ -451,7 +461,7 @@ func (c *call) again(ctx context.Context, round int) (r result, ok bool) {
 	case <-slot.done:
 		c.mu.Lock()
 		defer c.mu.Unlock()
-		return slot.sent, true
+		return slot.sent.own(), true
 	case <-ctx.Done():
 		return result{err: ctx.Err()}, true
 	}

@@ -123,8 +123,17 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 	c.claimed, c.claimSum, c.claimRsp, c.slot = st.Round, sum, resp, newClaimSlot()
 	// Held here before the compare-and-set: a resend that another node forwards here once
 	// the record names this node finds the call, and waits for its outcome, rather than
-	// take it over a second time.
-	el.calls.add(c)
+	// take it over a second time. So does a request that reached this node with this one
+	// and is taking the call over too: the first to be held answers both (the other's round
+	// is claimed already: an identical resend waits for its outcome, another is a second use).
+	if held, added := el.calls.addNew(c); !added {
+		r, elsewhere := held.resume(ctx, st, req.Params.Arguments, resp, true)
+		if elsewhere {
+			return result{}, fmt.Errorf("%w: the call moved on", store.ErrConflict) // look again
+		}
+		return r, nil
+	}
+	keepDeadline(&next)
 	var rev uint64
 	var err error
 	if absent {
@@ -211,10 +220,10 @@ func (c *call) diverged(n int, why string) result {
 
 // record is the record of st's first round as the node that handed it out would have
 // written it: what recordHandBehind writes, but for the question's id and title, which the
-// replay writes with its next step.
+// replay writes with its next step (and Created, to the second: when st was signed).
 func (f *firstRound) record(st requestState, owner string, el *Elicitor) store.Record {
 	due := time.UnixMilli(f.Due)
 	return store.Record{ID: st.ID, Owner: owner, Tool: st.Tool, ArgsDigest: digestString(f.Args), Era: "pull",
-		Epoch: 1, Created: el.clk.Now(), Due: due, Deadline: due.Add(el.retention()), Handed: 1,
+		Epoch: 1, Created: time.Unix(st.Expires, 0).Add(-stateLifetime), Due: due, Deadline: due.Add(el.retention()), Keep: f.keep(), Handed: 1,
 		Prompt: digestString(f.Prompt), State: "active", Attempts: 1, Asks: 1}
 }

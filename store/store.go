@@ -175,6 +175,9 @@ type Record struct {
 	Due time.Time `json:"due,omitzero"`
 	// Idle, if set, is when the question ends as abandoned unless its client comes back.
 	Idle time.Time `json:"idle,omitzero"`
+	// Keep, if set, is the earliest Deadline a writer may give the record: something that
+	// could write the record again (a requestState that carries it) is honoured until then.
+	Keep time.Time `json:"keep,omitzero"`
 
 	// Handed is the last round handed out, Claimed the last round whose requestState was
 	// used: a round is claimed once (single use), by compare-and-set.
