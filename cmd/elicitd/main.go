@@ -206,7 +206,9 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	opts.Pages = pages.pages
 	// One client, served by this process alone: a question's first prompt need not wait
 	// for its record (the requestState carries what a restarted elicitd needs to write it).
-	opts.RecordBehind = true
+	// Not with the memory store, whose write costs less than going behind it does (a
+	// goroutine, and a longer requestState each way).
+	opts.RecordBehind = cfg.store.kind != "memory"
 	srv := newServer(opts, version)
 
 	sigs := make(chan os.Signal, 1)
