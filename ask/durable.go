@@ -284,9 +284,10 @@ func (c *call) handChange(pr elicitation.Prompt, sum string, n int, out json.Raw
 }
 
 // behind reports whether c's round n, asking pr, goes out before its record is written
-// (Options.RecordBehind), and if so returns what its requestState carries for that. Only a
-// call's first round, of a replayable call, in form mode (a page round's link lives in the
-// record) and while the store takes writes (syncFirst).
+// (Options.RecordBehind), and if so returns what its requestState carries for that, with
+// c.wmu held for recordHandBehind (nothing else writes first). Only a call's first round,
+// of a replayable call, in form mode (a page round's link lives in the record) and while
+// the store takes writes (syncFirst).
 func (c *call) behind(pr elicitation.Prompt, n int) *firstRound {
 	el := c.el
 	if !el.recordBehind || el.store == nil || n != 1 || !c.replayable || isPage(pr) || pr.Attempt != 1 || c.asks != 1 ||
@@ -294,16 +295,13 @@ func (c *call) behind(pr elicitation.Prompt, n int) *firstRound {
 		return nil
 	}
 	c.wmu.Lock()
-	defer c.wmu.Unlock()
-	if c.rec != nil || c.first != nil || c.fenced {
+	args, ok1 := rawDigest(c.argsDigest())
+	prompt, ok2 := rawDigest(promptSum(pr))
+	if c.rec != nil || c.first != nil || c.fenced || !ok1 || !ok2 {
+		c.wmu.Unlock()
 		return nil
 	}
 	f := &firstRound{}
-	args, ok1 := rawDigest(c.argsDigest())
-	prompt, ok2 := rawDigest(promptSum(pr))
-	if !ok1 || !ok2 {
-		return nil
-	}
 	f.Args, f.Prompt = args, prompt
 	due := pr.Elicitation.Snapshot().Deadline
 	f.Due = due.UnixMilli()
@@ -330,7 +328,7 @@ func keepDeadline(r *store.Record) {
 
 // recordHandBehind records round 1, asking pr, as recordHand does, but on a goroutine of its
 // own: the prompt goes out without waiting for the write, which lands while the client
-// asks the person. c.wmu is taken here and held until the write is done, so every later
+// asks the person. c.wmu, taken by behind, is held until the write is done, so every later
 // write of the call, and every question about its record (recorded, isFenced), waits for
 // it: a retry's claim is never written before the round it claims. A write that fails
 // loses nothing: the call's next write records the round with its own (first), a node that
@@ -343,7 +341,6 @@ func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n in
 		r.Keep = keep
 		return hand(r)
 	}
-	c.wmu.Lock()
 	c.el.busy.begin()
 	go func() {
 		defer c.el.busy.end()
