@@ -237,14 +237,7 @@ func TestAFirstRoundWrittenBehindOnAFailingStore(t *testing.T) {
 			f := &flaky{Store: memory.New(memory.Options{})}
 			a := newCluster(t, 1, f, nil)[0]
 			a.call(t, "", 0, nil)
-			f.down.Store(true)
-			first := a.call(t, "", 0, nil)
-			r, _ := asked(t, first)
-			require.Equal(t, 1, r, "out before the write failed")
-			p := payload(t, a, first.RequestState, 1, ada)
-			assert.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
-			p = payload(t, a, "", 0, nil)
-			assert.Equal(t, ask.CodeStoreUnavailable, p["code"], "a new question is refused: %v", p)
+			first := oneOut(t, a, func() { f.down.Store(true) }, ask.CodeStoreUnavailable)
 			f.down.Store(false)
 			out := payload(t, a, first.RequestState, 1, ada)
 			assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out, "the answer was not lost")
@@ -347,19 +340,28 @@ func TestAFullStoreRefusesNewQuestionsAfterOneWentOut(t *testing.T) {
 	f := &noNewRecords{Store: memory.New(memory.Options{})}
 	a := newCluster(t, 1, f, nil)[0]
 	w := a.call(t, "", 0, nil)
-	f.full.Store(true)
-	y := a.call(t, "", 0, nil)
-	r, _ := asked(t, y)
-	require.Equal(t, 1, r, "out before its write failed")
-	p := payload(t, a, y.RequestState, 1, ada)
-	assert.Equal(t, ask.CodeStoreFull, p["code"], "its answer waits for room: %v", p)
-	p = payload(t, a, "", 0, nil)
-	assert.Equal(t, ask.CodeStoreFull, p["code"], "%v", p)
-	r, _ = asked(t, a.call(t, w.RequestState, 1, map[string]any{"name": "Ada", "age": 12}))
+	y := oneOut(t, a, func() { f.full.Store(true) }, ask.CodeStoreFull)
+	r, _ := asked(t, a.call(t, w.RequestState, 1, map[string]any{"name": "Ada", "age": 12}))
 	require.Equal(t, 2, r, "the first question's re-prompt is written")
-	p = payload(t, a, "", 0, nil)
+	p := payload(t, a, "", 0, nil)
 	assert.Equal(t, ask.CodeStoreFull, p["code"], "still refused: %v", p)
 	f.full.Store(false)
 	out := payload(t, a, y.RequestState, 1, ada)
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+}
+
+// oneOut has a's store fail (fail), after a's first question was recorded, and asks a
+// question: it goes out, its write behind failing; its answer, and a new question, are
+// refused with code. It returns the question that went out.
+func oneOut(t *testing.T, a *clusterNode, fail func(), code string) *mcp.CallToolResult {
+	t.Helper()
+	fail()
+	out := a.call(t, "", 0, nil)
+	r, _ := asked(t, out)
+	require.Equal(t, 1, r, "out before its write failed")
+	p := payload(t, a, out.RequestState, 1, ada)
+	assert.Equal(t, code, p["code"], "its answer waits for the store: %v", p)
+	p = payload(t, a, "", 0, nil)
+	assert.Equal(t, code, p["code"], "a new question is refused: %v", p)
+	return out
 }
