@@ -211,7 +211,7 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 			return nil
 		}
 		if errors.Is(err, store.ErrExists) && c.rec == nil && try < 4 {
-			cur, gerr := c.el.store.Get(ctx, c.owner, c.id)
+			cur, gerr := c.el.read(ctx, c.owner, c.id, true)
 			if gerr != nil {
 				return gerr
 			}
@@ -225,7 +225,7 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 		if !errors.Is(err, store.ErrConflict) || c.rec == nil || try == 4 {
 			return err
 		}
-		cur, err := c.el.store.Get(ctx, c.owner, c.id)
+		cur, err := c.el.read(ctx, c.owner, c.id, true) // what moved it, not a replica's older copy
 		if err != nil {
 			return err
 		}

@@ -39,8 +39,15 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		sum = responseSum(resp)
 	}
 	args := argsDigest(req.Params.Arguments)
+	latest := false // read from the leader: a read contradicted the state, or a write conflicted
 	for range 5 {
-		rec, err := el.store.Get(ctx, owner, st.ID)
+		rec, err := el.read(ctx, owner, st.ID, latest)
+		if !latest && (errors.Is(err, store.ErrNotFound) || err == nil && st.Round > rec.Handed) {
+			// st is signed for a round the record was written with before st went out: a
+			// replica that has not applied that write yet answered. Read what it left.
+			latest = true
+			rec, err = el.read(ctx, owner, st.ID, true)
+		}
 		absent := false
 		if errors.Is(err, store.ErrNotFound) && st.Behind != nil && el.clk.Now().UnixMilli() < st.Behind.Until {
 			// A first round whose record, written behind its prompt, never landed (its node
@@ -94,7 +101,8 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		}
 		r, err := el.takeOver(ctx, rec, absent, st, req, resp, sum, resend, start)
 		if errors.Is(err, store.ErrConflict) {
-			continue // another node moved it first: look again
+			latest = true
+			continue // another node moved it first: look again, at what it wrote
 		}
 		if err != nil {
 			return fail(storeError(err))
@@ -102,6 +110,15 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		return r
 	}
 	return fail(Errorf(CodeStoreUnavailable, "contended", "the question is changing too fast to take over; send the same request again"))
+}
+
+// read reads owner's record id; latest: as the last acknowledged write left it, where the
+// store's plain reads may come from a replica behind it (store.Replicated).
+func (el *Elicitor) read(ctx context.Context, owner, id string, latest bool) (store.Record, error) {
+	if r, ok := el.store.(store.Replicated); ok && latest {
+		return r.GetLatest(ctx, owner, id)
+	}
+	return el.store.Get(ctx, owner, id)
 }
 
 // takeOver makes this node rec's, claiming st's round for resp (unless resend: it was

@@ -133,6 +133,16 @@ type Store interface {
 	Close() error
 }
 
+// Replicated is a Store whose Get may answer from a replica that has not applied the
+// latest acknowledged writes yet (JetStream's direct get, which any replica of an R3
+// bucket answers), so a record read right after another node wrote it may be missing or
+// older. GetLatest reads the record as the last acknowledged write left it (from the
+// leader), at some cost; a node uses it where Get's answer contradicts what a request
+// proves was written (a requestState for a round the record has not handed out).
+type Replicated interface {
+	GetLatest(ctx context.Context, owner, id string) (Record, error)
+}
+
 // Relay carries requests between the nodes that share a store: a retry that lands on one
 // node is forwarded to the node whose goroutine holds its question. Delivery is at most
 // once; a node that is not running answers ErrNoNode at once, which is the signal for

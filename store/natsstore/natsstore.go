@@ -59,6 +59,7 @@ package natsstore
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -152,7 +153,10 @@ type Store struct {
 	owned     []func() // what Close releases, in order
 }
 
-var _ store.Store = (*Store)(nil)
+var (
+	_ store.Store      = (*Store)(nil)
+	_ store.Replicated = (*Store)(nil)
+)
 
 // Open opens the store on nc, creating its buckets or bringing their settings up to o's.
 // Close does not close nc. nc should be made with ClientOptions (or behave alike): a
@@ -372,6 +376,56 @@ func (s *Store) Get(ctx context.Context, owner, id string) (store.Record, error)
 	return r, nil
 }
 
+// GetLatest is Get answered by the records' stream leader, which has applied every write
+// it acknowledged: with more than one replica, Get's direct reads are answered by any
+// replica, and one that has not applied the latest writes answers with an older record,
+// or none. One replica is its own leader: GetLatest is Get.
+func (s *Store) GetLatest(ctx context.Context, owner, id string) (store.Record, error) {
+	if s.o.Replicas <= 1 {
+		return s.Get(ctx, owner, id)
+	}
+	if !store.ValidID(id) {
+		return store.Record{}, fmt.Errorf("%w: %s", store.ErrNotFound, id)
+	}
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return store.Record{}, err
+	}
+	defer cancel()
+	// JetStream's message get API (not its direct get): only the stream leader answers it.
+	req, _ := json.Marshal(map[string]string{"last_by_subj": s.pre + store.Key(owner, id)})
+	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.stream, req)
+	if err != nil {
+		return store.Record{}, fmt.Errorf("store: get %s: %w", id, classify(err))
+	}
+	var resp struct {
+		Message *struct {
+			Seq  uint64 `json:"seq"`
+			Hdrs []byte `json:"hdrs"`
+			Data []byte `json:"data"`
+		} `json:"message"`
+		Error *jetstream.APIError `json:"error"`
+	}
+	if err := json.Unmarshal(msg.Data, &resp); err != nil {
+		return store.Record{}, fmt.Errorf("store: get %s: the answer does not decode: %w", id, err)
+	}
+	switch {
+	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
+		return store.Record{}, fmt.Errorf("%w: %s", store.ErrNotFound, id)
+	case resp.Error != nil:
+		return store.Record{}, fmt.Errorf("store: get %s: %w", id, classify(resp.Error))
+	case resp.Message == nil:
+		return store.Record{}, fmt.Errorf("store: get %s: %w", id, classify(jetstream.ErrInvalidJetStreamResponse))
+	}
+	if len(resp.Message.Hdrs) > 0 {
+		// A delete, purge or expiry marker: the record is gone.
+		if h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs); err == nil && (h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != "") {
+			return store.Record{}, fmt.Errorf("%w: %s", store.ErrNotFound, id)
+		}
+	}
+	return s.decode(owner, id, resp.Message.Data, resp.Message.Seq)
+}
+
 // get reads owner's record id: ErrNotFound if it is not there, or past its deadline.
 func (s *Store) get(ctx context.Context, owner, id string) (store.Record, error) {
 	e, err := s.kv.Get(ctx, store.Key(owner, id))
@@ -381,7 +435,12 @@ func (s *Store) get(ctx context.Context, owner, id string) (store.Record, error)
 		}
 		return store.Record{}, fmt.Errorf("store: get %s: %w", id, classify(err))
 	}
-	r, err := store.Decode(e.Value(), e.Revision())
+	return s.decode(owner, id, e.Value(), e.Revision())
+}
+
+// decode is owner's record id from what its key holds at revision rev.
+func (s *Store) decode(owner, id string, val []byte, rev uint64) (store.Record, error) {
+	r, err := store.Decode(val, rev)
 	if err != nil {
 		return store.Record{}, err
 	}

@@ -451,3 +451,42 @@ func TestCluster(t *testing.T) {
 	_, err = last.Get(ctx, "alice", r.ID)
 	t.Logf("read without a quorum: %v", err)
 }
+
+// GetLatest, through any server, reads a record as the write acknowledged just before it
+// (through another server) left it: the records' stream leader answers it, not a replica
+// that may not have applied the write (JetStream's direct get, which Get uses, answers from
+// any replica). A record deleted, or never written, is not found. The cluster saw reads
+// behind a write as retries told "finished" (the record not found) or "stale_round" (the
+// round before) on the node next to the one that wrote; ask reads with GetLatest when a
+// read contradicts its requestState (ask/stale_test.go).
+func TestGetLatestSeesTheLastAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	stores := []*natsstore.Store{c.connect(t, 0, natsstore.Options{}), c.connect(t, 1, natsstore.Options{}), c.connect(t, 2, natsstore.Options{})}
+	ctx := context.Background()
+	now := time.Now()
+	for n := range 60 {
+		w, rd := stores[n%3], stores[(n+1)%3]
+		r := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
+		_, err := rd.GetLatest(ctx, "alice", r.ID)
+		require.ErrorIs(t, err, store.ErrNotFound, "never written")
+		rev, err := w.Create(ctx, r)
+		require.NoError(t, err)
+		got, err := rd.GetLatest(ctx, "alice", r.ID)
+		require.NoError(t, err)
+		r.Revision = rev
+		sameRecord(t, r, got)
+		r = claim(r, now)
+		rev, err = w.Update(ctx, r)
+		require.NoError(t, err)
+		got, err = rd.GetLatest(ctx, "alice", r.ID)
+		require.NoError(t, err)
+		require.Equal(t, rev, got.Revision)
+		require.Equal(t, r.Claimed, got.Claimed)
+		_, err = rd.GetLatest(ctx, "bob", r.ID)
+		require.ErrorIs(t, err, store.ErrNotFound, "another owner's")
+		require.NoError(t, w.Delete(ctx, "alice", r.ID, rev))
+		_, err = rd.GetLatest(ctx, "alice", r.ID)
+		require.ErrorIs(t, err, store.ErrNotFound, "deleted")
+	}
+}
