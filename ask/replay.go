@@ -39,6 +39,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		sum = responseSum(resp)
 	}
 	args := argsDigest(req.Params.Arguments)
+	silent := "" // a node that did not answer its pings while this retry waited for it
 	for range 5 {
 		rec, err := el.store.Get(ctx, owner, st.ID)
 		absent := false
@@ -80,12 +81,17 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		}
 		// The round is open (or claimed, its result lost with its node): the node holding
 		// the call answers, while it runs.
-		if !absent && rec.Node != el.node && el.relay != nil {
+		if !absent && rec.Node != el.node && el.relay != nil && rec.Node != silent {
 			r, err := el.forward(ctx, rec.Node, owner, req.Params)
 			if err == nil {
 				return r
 			}
-			if !errors.Is(err, store.ErrNoNode) && !errors.Is(err, errNotHeld) {
+			if errors.Is(err, errSilent) {
+				// Frozen or cut off: taken over as if gone. Should the take-over lose to a
+				// write of that node's (it claimed the round just before it froze), the
+				// record is read again, and not forwarded to it again.
+				silent = rec.Node
+			} else if !errors.Is(err, store.ErrNoNode) && !errors.Is(err, errNotHeld) {
 				return fail(storeError(err))
 			}
 		}
