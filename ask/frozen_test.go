@@ -224,3 +224,34 @@ func TestASlowForwardedRetryIsNotTakenOver(t *testing.T) {
 	assert.Equal(t, answer, anyInts(p), "%v", p)
 	assert.Equal(t, []int32{1, 0}, []int32{a.starts.Load(), b.starts.Load()}, "the handler ran once, on A")
 }
+
+// A cancel of a question a frozen node holds is not left waiting for that node: once a ping
+// goes unanswered, the record is changed in its place, and the client's retry hears the
+// question was cancelled.
+func TestACancelReachesAFrozenNodesQuestion(t *testing.T) {
+	clk := clock.NewMock()
+	relay := &frozenRelay{}
+	nodes := newClusterOn(t, clk, 2, memory.New(memory.Options{Clock: clk}), relay)
+	t.Cleanup(relay.thawAll)
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	listed := b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+	require.Len(t, listed, 1)
+	id := listed[0].(map[string]any)["id"].(string)
+	relay.freeze(a.el.Node())
+
+	done := make(chan map[string]any, 1)
+	go func() { done <- b.manage(t, "cancel_elicitation", map[string]any{"id": id}) }()
+	require.Eventually(t, func() bool { return relay.held.Load() == 1 }, 10*time.Second, time.Millisecond, "the cancel is forwarded to A")
+	clk.Add(time.Second)
+	require.Eventually(t, func() bool { return relay.held.Load() == 2 }, 10*time.Second, time.Millisecond, "B pings A")
+	clk.Add(1500 * time.Millisecond)
+	select {
+	case p := <-done:
+		assert.Equal(t, "cancelled", p["state"], "%v", p)
+	case <-time.After(10 * time.Second):
+		t.Fatal("the cancel still waits for the frozen node")
+	}
+	p := payload(t, b, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	assert.Equal(t, ask.CodeCancelled, p["code"], "%v", p)
+}
