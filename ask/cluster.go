@@ -58,7 +58,9 @@ func (el *Elicitor) manageRemote(owner string, op forwarded) (any, error) {
 			if err != nil {
 				return nil, err
 			}
-			b, err := el.relay.Send(ctx, rec.Node, msg)
+			// Answered at once by a node that runs; one that is frozen or cut off is
+			// treated as gone (errSilent), as for a retry (forward.go).
+			b, err := el.sendWatched(ctx, rec.Node, msg, manageWait)
 			if err == nil {
 				var r opReply
 				if err := json.Unmarshal(b, &r); err != nil {
@@ -69,7 +71,7 @@ func (el *Elicitor) manageRemote(owner string, op forwarded) (any, error) {
 				}
 				return r.Out, nil
 			}
-			if !errors.Is(err, store.ErrNoNode) {
+			if !errors.Is(err, store.ErrNoNode) && !errors.Is(err, errSilent) {
 				return nil, storeError(err)
 			}
 		}
@@ -81,6 +83,9 @@ func (el *Elicitor) manageRemote(owner string, op forwarded) (any, error) {
 	}
 	return nil, Errorf(CodeStoreUnavailable, "contended", "the question is changing too fast; retry")
 }
+
+// manageWait bounds the wait for a node that answers its pings to do a cancel or an extend.
+const manageWait = 30 * time.Second
 
 // findRemote finds owner's open question id among the records other nodes hold. A read
 // may be served by a replica a moment behind the write that made the record (a follower

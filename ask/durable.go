@@ -81,6 +81,10 @@ type durable struct {
 	// A pure call's claim not yet recorded: the next write records it with what the
 	// claimed round returns (deferClaim).
 	pend *pendingClaim
+	// What OnEnd hears of a question a pure call's pending claim answered: told once that
+	// claim is recorded, and never if the call is fenced first (another node took it over,
+	// and reports the end it gets).
+	endsDue []Ending
 	// The first round handed out, written behind its prompt (recordHandBehind) by a write
 	// that failed: the next write records it.
 	first func(*store.Record) error
@@ -152,8 +156,31 @@ type pending struct {
 // fresh record and written again. change returning errAlready ends the write as done.
 func (c *call) write(ctx context.Context, change func(r *store.Record) error) error {
 	c.wmu.Lock()
+	err := c.writeLocked(ctx, change)
+	var due []Ending
+	switch {
+	case c.fenced:
+		c.endsDue = nil
+	case c.pend == nil:
+		due, c.endsDue = c.endsDue, nil
+	}
+	c.wmu.Unlock()
+	for _, e := range due {
+		c.el.onEnd(e)
+	}
+	return err
+}
+
+// endDue keeps e, the end of a question that the response of a pure call's pending claim
+// ended, until that claim is recorded (write): reports whether it did.
+func (c *call) endDue(e Ending) bool {
+	c.wmu.Lock()
 	defer c.wmu.Unlock()
-	return c.writeLocked(ctx, change)
+	if c.pend == nil {
+		return false
+	}
+	c.endsDue = append(c.endsDue, e)
+	return true
 }
 
 // writeLocked is write, c.wmu held. A first write (a Create) that finds the record there

@@ -74,6 +74,13 @@ type Options struct {
 	// Store's, if it is a store.Relay too. Without one, a node takes over every call a
 	// retry brings it (replay.go).
 	Relay store.Relay
+	// PingEvery is how often a retry forwarded to another node (Relay), while it waits
+	// for that node's answer, asks the node whether it runs; PingWait is how long such a
+	// ping may go unanswered before the node is held to be frozen or cut off (it keeps
+	// its NATS connection, so nothing says "no responders") and the call is taken over
+	// (replay.go). A node that only works slowly answers its pings meanwhile, and keeps
+	// the call. 0: DefaultPingEvery, DefaultPingWait. Both run on Clock.
+	PingEvery, PingWait time.Duration
 	// RecordBehind lets a pull-era call's first prompt go out before the store has its
 	// record: the write lands while the client asks the person, off the call's critical
 	// path (one store round trip a call fewer to wait for). The prompt's requestState then
@@ -110,6 +117,8 @@ type Elicitor struct {
 	ownerOf     func(*mcp.CallToolRequest) string
 	pages       *page.Server
 	pageWait    time.Duration
+	pingEvery   time.Duration // Options.PingEvery
+	pingWait    time.Duration // Options.PingWait
 
 	store store.Store
 	relay store.Relay
@@ -173,6 +182,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
 		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: o.OnEnd, moreStats: o.MoreStats}
 	el.recordBehind = o.RecordBehind
+	el.pingEvery, el.pingWait = cmp.Or(o.PingEvery, DefaultPingEvery), cmp.Or(o.PingWait, DefaultPingWait)
 	el.syncFirst.Store(true)
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
 	el.serveRelay(o.Store)

@@ -55,6 +55,9 @@ func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n
 	end := Ending{QuestionID: e.ID(), Key: key, Tool: o.Tool, Template: q.Template, Owner: store.OwnerDigest(c.owner),
 		State: o.State, Reason: o.Reason, Attempts: o.Attempts, Created: o.Created, Ended: o.Ended}
 	end.Answers, end.Sensitive = leaving(q.Form, o.Data)
+	if c.pull && c.endDue(end) {
+		return // told once the answer's claim is recorded: not if another node took the call over
+	}
 	el.onEnd(end)
 }
 

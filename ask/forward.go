@@ -10,6 +10,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -56,18 +57,16 @@ func (el *Elicitor) serveRelay(s store.Store) {
 	el.startRoster()
 }
 
-// forward sends a retry to node and returns its result; store.ErrNoNode or errNotHeld when
-// node cannot answer it.
+// forward sends a retry to node and returns its result; store.ErrNoNode, errSilent or
+// errNotHeld when node cannot answer it.
 func (el *Elicitor) forward(ctx context.Context, node, owner string, p *mcp.CallToolParamsRaw) (result, error) {
 	msg, err := json.Marshal(forwarded{Owner: owner, Params: p})
 	if err != nil {
 		return result{}, err
 	}
 	// The node answers once the round's result is known: at once, unless the retry waits
-	// for the page (Options.PageWait).
-	ctx, cancel := context.WithTimeout(ctx, el.pageWait+30*time.Second)
-	defer cancel()
-	b, err := el.relay.Send(ctx, node, msg)
+	// for the page (Options.PageWait), or the tool works on (calls UPS, say).
+	b, err := el.sendWatched(ctx, node, msg, el.pageWait+30*time.Second)
 	if err != nil {
 		return result{}, err
 	}
@@ -79,6 +78,86 @@ func (el *Elicitor) forward(ctx context.Context, node, owner string, p *mcp.Call
 		return result{}, errNotHeld
 	}
 	return r, nil
+}
+
+// DefaultPingEvery and DefaultPingWait are Options.PingEvery and Options.PingWait's
+// defaults: a frozen node's call is taken over about 2.5 s into the forward's wait.
+const (
+	DefaultPingEvery = time.Second
+	DefaultPingWait  = 1500 * time.Millisecond
+)
+
+// errSilent: the node a request was sent to did not answer a ping within
+// Options.PingWait. It holds its subscription, so it is not gone ("no responders"), but it
+// is frozen (SIGSTOP), or cut off from NATS with its connection still open (which NATS
+// notices only after minutes): it is taken for gone, and fencing stops it if it comes back.
+var errSilent = errors.New("ask: the node does not answer")
+
+// sendWatched sends msg to node over the relay and returns its answer, waiting at most
+// wait. While it waits it pings node every el.pingEvery (the relay serves each request on
+// a goroutine of its own, so a node answers pings while a request of its own works on): a
+// ping that gets no answer in el.pingWait ends the wait with errSilent, one that hears
+// there is no such node with store.ErrNoNode. A slow node that answers its pings is waited
+// for, up to wait.
+func (el *Elicitor) sendWatched(ctx context.Context, node string, msg []byte, wait time.Duration) ([]byte, error) {
+	ctx, cancel := context.WithTimeout(ctx, wait)
+	defer cancel() // ends the send and the ping still out, if any
+	// The ticker is made before the request goes out: a test on a mock clock that sees
+	// the request arrive can move the clock to the first ping.
+	tick := el.clk.Ticker(el.pingEvery)
+	defer tick.Stop()
+	type answer struct {
+		b   []byte
+		err error
+	}
+	sent := make(chan answer, 1)
+	go func() {
+		b, err := el.relay.Send(ctx, node, msg)
+		sent <- answer{b, err}
+	}()
+	var pinged chan error // the ping out, if any: one at a time
+	for {
+		select {
+		case a := <-sent:
+			return a.b, a.err
+		case <-tick.C:
+			if pinged == nil {
+				pinged = make(chan error, 1)
+				go func() { pinged <- el.ping(ctx, node) }()
+			}
+		case err := <-pinged:
+			pinged = nil
+			if err == nil {
+				continue
+			}
+			select {
+			case a := <-sent: // answered meanwhile after all
+				return a.b, a.err
+			default:
+			}
+			if errors.Is(err, errSilent) {
+				el.log.Warn("a node does not answer; taking its call over", "node", node, "waited", el.pingWait.String())
+			}
+			return nil, err
+		}
+	}
+}
+
+// ping asks node whether it runs: nil if it answers within el.pingWait, errSilent if it
+// does not, store.ErrNoNode if no process serves it, ctx's error if ctx ends first.
+func (el *Elicitor) ping(ctx context.Context, node string) error {
+	pctx, cancel := el.clk.WithTimeout(ctx, el.pingWait)
+	defer cancel()
+	_, err := el.relay.Send(pctx, node, pingMessage)
+	switch {
+	case err == nil:
+		return nil
+	case ctx.Err() != nil:
+		return ctx.Err()
+	case pctx.Err() != nil:
+		return fmt.Errorf("%w: %s, for %s", errSilent, node, el.pingWait)
+	}
+	return err
 }
 
 // serveForwarded answers a retry another node forwarded: checked again here as any retry

@@ -294,6 +294,9 @@ func (c *call) next(ctx context.Context) result {
 func (c *call) end(r result, saved error) result {
 	fenced, stopped := c.endState()
 	if fenced {
+		// Whatever this copy ended with (a question it logged as finished, say: a pure
+		// call learns of the take-over only from the write of its result) is not the call's.
+		c.el.log.Info("dropped a call another node took over", "id", c.id)
 		c.el.forget(c, nil)
 		return fail(storeError(errFenced))
 	}

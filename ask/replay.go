@@ -40,6 +40,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 	}
 	args := argsDigest(req.Params.Arguments)
 	latest := false // read from the leader: a read contradicted the state, or a write conflicted
+	silent := ""    // a node that did not answer its pings while this retry waited for it
 	for range 5 {
 		rec, err := el.read(ctx, owner, st.ID, latest)
 		if !latest && (errors.Is(err, store.ErrNotFound) || err == nil && st.Round > rec.Handed) {
@@ -87,12 +88,17 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		}
 		// The round is open (or claimed, its result lost with its node): the node holding
 		// the call answers, while it runs.
-		if !absent && rec.Node != el.node && el.relay != nil {
+		if !absent && rec.Node != el.node && el.relay != nil && rec.Node != silent {
 			r, err := el.forward(ctx, rec.Node, owner, req.Params)
 			if err == nil {
 				return r
 			}
-			if !errors.Is(err, store.ErrNoNode) && !errors.Is(err, errNotHeld) {
+			if errors.Is(err, errSilent) {
+				// Frozen or cut off: taken over as if gone. Should the take-over lose to a
+				// write of that node's (it claimed the round just before it froze), the
+				// record is read again, and not forwarded to it again.
+				silent = rec.Node
+			} else if !errors.Is(err, store.ErrNoNode) && !errors.Is(err, errNotHeld) {
 				return fail(storeError(err))
 			}
 		}

@@ -1,0 +1,67 @@
+//go:build unix
+
+package main
+
+import (
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// A node frozen mid-question (SIGSTOP) keeps its NATS connection and its subscriptions, so
+// nothing says "no responders" for it: the client's retry on another node is taken over all
+// the same, within 5 s, once the frozen node leaves a ping unanswered. Thawed (SIGCONT), the
+// frozen node serves the retry it got meanwhile: its write fails the compare-and-set (it is
+// fenced), and what the client gets, on any node, is the outcome of the node that took the
+// question over.
+func TestAFrozenNodeIsTakenOver(t *testing.T) {
+	urls := natsCluster(t, 3)
+	args := []string{"--store", strings.Join(urls, ","), "--store-replicas", "3"}
+	var nodes []*httpServer
+	for range 3 {
+		nodes = append(nodes, startHTTPWith(t, args))
+	}
+	a, b, c := nodes[0], nodes[1], nodes[2]
+
+	first, err := pullByHand(t, a, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	require.NoError(t, err)
+	second := round(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 3})
+	_, fields := askedFields(t, second)
+	require.Equal(t, []string{"age"}, fields)
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+	frozen := true
+	t.Cleanup(func() { // before A is stopped
+		if frozen {
+			_ = a.cmd.Process.Signal(syscall.SIGCONT)
+		}
+	})
+
+	start := time.Now()
+	done := structured(t, round(t, b, second.RequestState, 2, map[string]any{"age": 30}))
+	took := time.Since(start)
+	t.Logf("the retry on B, with A frozen, was answered in %s", took.Round(time.Millisecond))
+	assert.Equal(t, "completed", done["status"], "%v", done)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"])
+	assert.EqualValues(t, 2, done["attempts"], "the attempt made on A counts")
+	assert.Less(t, took, 5*time.Second, "taken over within 5 s")
+	assert.Eventually(t, func() bool { return strings.Contains(b.stderr.String(), "took a question over") }, failsafe, 10*time.Millisecond,
+		"B says it took the question over:\n%s", b.stderr.String())
+	assert.Contains(t, b.stderr.String(), "does not answer")
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGCONT))
+	frozen = false
+	require.Eventually(t, func() bool { return strings.Contains(a.stderr.String(), "dropped a call another node took over") }, failsafe, 10*time.Millisecond,
+		"thawed, A serves the retry it got while frozen; its write is fenced, and it drops the call:\n%s", a.stderr.String())
+	for _, n := range []*httpServer{a, b, c} {
+		again := structured(t, round(t, n, second.RequestState, 2, map[string]any{"age": 30}))
+		assert.Equal(t, done, again, "the identical resend gets B's outcome, on any node")
+	}
+	used := structured(t, round(t, a, second.RequestState, 2, map[string]any{"age": 40}))
+	assert.Equal(t, "used", used["reason"], "%v", used)
+}
