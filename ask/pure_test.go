@@ -84,6 +84,7 @@ func TestTheStoreSuitesWithPureTools(t *testing.T) {
 		"a resend of a failed claim":    TestAResendOfAClaimThatFailsIsNotLeftWaiting,
 		"on end heard once":             TestOnEndHearsEachQuestionEndOnce,
 		"on end key":                    TestOnEndKeyIsTheSameOnEveryNode,
+		"a stale read":                  TestAStaleReadIsNotTheAnswer,
 	} {
 		t.Run(name, test)
 	}

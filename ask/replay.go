@@ -40,7 +40,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 	}
 	args := argsDigest(req.Params.Arguments)
 	for range 5 {
-		rec, err := el.store.Get(ctx, owner, st.ID)
+		rec, err := el.readRecord(ctx, owner, st)
 		absent := false
 		if errors.Is(err, store.ErrNotFound) && st.Behind != nil && el.clk.Now().UnixMilli() < st.Behind.Until {
 			// A first round whose record, written behind its prompt, never landed (its node
@@ -93,8 +93,10 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 			return fail(stateError("finished", "the server that asked that question has stopped, and %s cannot be taken over (it is not replayable); call the tool again without requestState", req.Params.Name))
 		}
 		r, err := el.takeOver(ctx, rec, absent, st, req, resp, sum, resend, start)
-		if errors.Is(err, store.ErrConflict) {
-			continue // another node moved it first: look again
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			// Another node moved it first, or the store said it is gone from a read (a
+			// replica behind) after the compare-and-set failed: look again.
+			continue
 		}
 		if err != nil {
 			return fail(storeError(err))
@@ -102,6 +104,26 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		return r
 	}
 	return fail(Errorf(CodeStoreUnavailable, "contended", "the question is changing too fast to take over; send the same request again"))
+}
+
+// readRecord reads the record of st's call. A read may be served by a replica a moment
+// behind the writes (a follower of a NATS cluster): a record that is behind st (not there,
+// or not yet at st's round, which its node recorded before st went out) is read again for
+// a little while before it is believed. A retry is never told its round is stale, or its
+// question ended, on the strength of a read that has not caught up.
+func (el *Elicitor) readRecord(ctx context.Context, owner string, st requestState) (store.Record, error) {
+	for try := 1; ; try++ {
+		rec, err := el.store.Get(ctx, owner, st.ID)
+		behind := errors.Is(err, store.ErrNotFound) || err == nil && rec.Handed < st.Round
+		if !behind || try == staleReads {
+			return rec, err
+		}
+		select {
+		case <-time.After(time.Duration(try) * 50 * time.Millisecond): // real time: a replica's lag
+		case <-ctx.Done():
+			return rec, err
+		}
+	}
 }
 
 // takeOver makes this node rec's, claiming st's round for resp (unless resend: it was
