@@ -478,7 +478,9 @@ func (c *call) kill(r elicitation.Reason) {
 		c.killed, c.killedBy = true, r
 	}
 	c.mu.Unlock()
-	c.cancel(endReason{r})
+	if c.cancel != nil { // nil: a take-over whose write failed, before its handler began
+		c.cancel(endReason{r})
+	}
 }
 
 func (c *call) setHow(o elicitation.Outcome) {
@@ -604,10 +606,17 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 		c.standDown()
 		return result{}, true
 	case resend:
-		if r, ok := c.again(ctx, st.Round); ok {
-			return r, false
+		r, ok := c.again(ctx, st.Round)
+		if !ok {
+			return c.resume(ctx, st, args, resp, has) // the claim was undone just now: claim again
 		}
-		return c.resume(ctx, st, args, resp, has) // the claim was undone just now: claim again
+		if durable && c.isFenced() {
+			// Taken over meanwhile (its result, or the one this node kept to record again,
+			// lost to the other node's): what the round got is the store's to say.
+			c.standDown()
+			return result{}, true
+		}
+		return r, false
 	case st.Round <= claimed:
 		return fail(errUsed), false
 	case cur != st.Round:
@@ -634,9 +643,10 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 		}
 	}
 	r = c.answer(ctx, pr, st.Round, resp)
-	if c.pure && c.isFenced() {
-		// Taken over before its claim could be recorded: this run's result is dropped,
-		// and the store says what follows, as for a claim that lost (Pure).
+	if c.isFenced() {
+		// Taken over before what the round returns could be recorded (a pure call's
+		// claim with it; another's claim was, and an identical resend elsewhere took the
+		// call over on it): this run's result is dropped, and the store says what follows.
 		return result{}, true
 	}
 	if ctx.Err() == nil {

@@ -85,6 +85,7 @@ func TestTheStoreSuitesWithPureTools(t *testing.T) {
 		"on end heard once":             TestOnEndHearsEachQuestionEndOnce,
 		"on end key":                    TestOnEndKeyIsTheSameOnEveryNode,
 		"a stale read":                  TestAStaleReadIsNotTheAnswer,
+		"a resend after a take-over":    TestAResendOfAnUnrecordedRoundAfterATakeOver,
 	} {
 		t.Run(name, test)
 	}

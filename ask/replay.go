@@ -167,10 +167,7 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 		rev, err = el.store.Update(context.WithoutCancel(ctx), next)
 	}
 	if err != nil {
-		c.mu.Lock()
-		c.slot.fill(fail(storeError(errFenced)))
-		c.mu.Unlock()
-		el.calls.end(c, endedCall{}, false)
+		c.dropTakeOver()
 		return result{}, err
 	}
 	c.rec.Revision = rev
@@ -183,6 +180,20 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 	r := c.next(ctx)
 	c.settle(st.Round, r)
 	return r, nil
+}
+
+// dropTakeOver drops c, a take-over whose write failed (another node moved the call first,
+// or the store did not answer), before its handler began. The requests that found it held
+// and wait for its round (identical resends) look at the store again: the round is the
+// store's to answer, not "moved".
+func (c *call) dropTakeOver() {
+	c.wmu.Lock()
+	c.fenced = true
+	c.wmu.Unlock()
+	c.mu.Lock()
+	c.slot.fill(fail(storeError(errFenced)))
+	c.mu.Unlock()
+	c.el.calls.end(c, endedCall{}, false)
 }
 
 // replaying reports whether c's next prompt is answered from its log.

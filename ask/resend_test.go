@@ -11,6 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicittest"
 	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/memory"
@@ -119,4 +120,29 @@ func mustPayload(t *testing.T, res *mcp.CallToolResult) map[string]any {
 	t.Helper()
 	p, _ := elicittest.Payload(res)
 	return p
+}
+
+// A round whose result could not be recorded is kept by its node for the identical resend;
+// if another node took the call over meanwhile (and recorded the round's result), that
+// resend gets the recorded result, not "moved".
+func TestAResendOfAnUnrecordedRoundAfterATakeOver(t *testing.T) {
+	// No relay: every retry that reaches the other node takes the call over, as when the
+	// holder's NATS connection was down for a moment.
+	f := &failNth{Store: memory.New(memory.Options{}), n: map[bool]int{false: 2, true: 1}[pureTools]}
+	nodes := newCluster(t, 2, f, nil)
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	bad := map[string]any{"name": "Ada", "age": 12}
+	p := payload(t, a, first.RequestState, 1, bad)
+	require.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
+	onB := b.call(t, first.RequestState, 1, bad)
+	r, _ := asked(t, onB)
+	require.Equal(t, 2, r, "B took the call over and asks round 2")
+	again := a.call(t, first.RequestState, 1, bad)
+	require.Len(t, again.InputRequests, 1, "the resend on A: %v", mustPayload(t, again))
+	r, params := asked(t, again)
+	assert.Equal(t, 2, r, "the resend on A gets the round B recorded")
+	assert.Equal(t, []string{"age"}, properties(t, params))
+	done := payload(t, a, again.RequestState, 2, map[string]any{"age": 30})
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done)
 }
