@@ -86,6 +86,7 @@ func TestTheStoreSuitesWithPureTools(t *testing.T) {
 		"on end key":                    TestOnEndKeyIsTheSameOnEveryNode,
 		"a stale read":                  TestAStaleReadIsNotTheAnswer,
 		"a resend after a take-over":    TestAResendOfAnUnrecordedRoundAfterATakeOver,
+		"a stop cuts a handler short":   TestAStopThatCutsAHandlerShortLeavesTheCallOpen,
 	} {
 		t.Run(name, test)
 	}
