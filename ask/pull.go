@@ -221,6 +221,11 @@ func (el *Elicitor) begin(ctx context.Context, c *call, start handler) {
 func (c *call) Prompt(pr elicitation.Prompt) { c.push(event{prompt: pr}) }
 
 func (c *call) push(ev event) {
+	stopped := false // the handler's end is this node stopping, not the question's (end)
+	if ev.end != nil {
+		_, s := c.endState(*ev.end)
+		stopped = s && c.recorded()
+	}
 	c.mu.Lock()
 	c.queue = append(c.queue, ev)
 	killed := c.killed
@@ -237,10 +242,17 @@ func (c *call) push(ev event) {
 		c.arm(cmp.Or(c.el.pullIdle, c.el.timeout), func() { c.el.forget(c, nil) })
 	}
 	if ev.end != nil && killed && !keep && c.slot != nil {
-		c.slot.fill(*ev.end) // what the claimed round's identical resend gets
+		if stopped {
+			c.slot.fill(result{err: errStopping}) // as the request waiting hears (end)
+		} else {
+			c.slot.fill(*ev.end) // what the claimed round's identical resend gets
+		}
 	}
 	c.mu.Unlock()
-	if ev.end != nil && !keep {
+	switch {
+	case ev.end != nil && !keep && stopped:
+		c.el.forget(c, nil) // its record stays open for a resend elsewhere
+	case ev.end != nil && !keep:
 		c.el.forget(c, ev.end) // no retry can come for it; a call waiting still gets it
 	}
 	select {
@@ -292,7 +304,7 @@ func (c *call) next(ctx context.Context) result {
 
 // end returns the handler's result r, recorded first with a store, and forgets the call.
 func (c *call) end(r result, saved error) result {
-	fenced, stopped := c.endState()
+	fenced, stopped := c.endState(r)
 	if fenced {
 		// Whatever this copy ended with (a question it logged as finished, say: a pure
 		// call learns of the take-over only from the write of its result) is not the call's.
@@ -314,11 +326,14 @@ func (c *call) end(r result, saved error) result {
 }
 
 // endState says whether c has been taken over by another node (fenced), and whether its
-// question was ended because this node is stopping (not by an answer, nor by the handler
-// on its own): then the question is not over.
-func (c *call) endState() (fenced, stopped bool) {
+// question, or the handler's work, was ended because this node is stopping (not by an
+// answer, nor by the handler on its own) when it returned r: then the question is not over.
+func (c *call) endState(r result) (fenced, stopped bool) {
 	c.mu.Lock()
-	stopped = c.el.stopping.Load() && strings.HasSuffix(c.how, elicitation.Shutdown.String())
+	// Its question ended for the stop; or the stop cut short the handler's work between
+	// two questions (a call out to UPS, its context cancelled under it), and it failed.
+	cut := c.killed && c.killedBy == elicitation.Shutdown && (r.err != nil || r.res != nil && r.res.IsError)
+	stopped = c.el.stopping.Load() && (strings.HasSuffix(c.how, elicitation.Shutdown.String()) || cut)
 	c.mu.Unlock()
 	return c.isFenced(), stopped
 }
@@ -328,7 +343,7 @@ func (c *call) saveEnd(r result) error {
 	c.wmu.Lock()
 	over := c.over
 	c.wmu.Unlock()
-	if fenced, stopped := c.endState(); fenced || stopped || over || !c.recorded() {
+	if fenced, stopped := c.endState(r); fenced || stopped || over || !c.recorded() {
 		return nil
 	}
 	return c.recordEnd(context.Background(), r)
@@ -481,7 +496,9 @@ func (c *call) kill(r elicitation.Reason) {
 		c.killed, c.killedBy = true, r
 	}
 	c.mu.Unlock()
-	c.cancel(endReason{r})
+	if c.cancel != nil { // nil: a take-over whose write failed, before its handler began
+		c.cancel(endReason{r})
+	}
 }
 
 func (c *call) setHow(o elicitation.Outcome) {
@@ -607,10 +624,17 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 		c.standDown()
 		return result{}, true
 	case resend:
-		if r, ok := c.again(ctx, st.Round); ok {
-			return r, false
+		r, ok := c.again(ctx, st.Round)
+		if !ok {
+			return c.resume(ctx, st, args, resp, has) // the claim was undone just now: claim again
 		}
-		return c.resume(ctx, st, args, resp, has) // the claim was undone just now: claim again
+		if durable && c.isFenced() {
+			// Taken over meanwhile (its result, or the one this node kept to record again,
+			// lost to the other node's): what the round got is the store's to say.
+			c.standDown()
+			return result{}, true
+		}
+		return r, false
 	case st.Round <= claimed:
 		return fail(errUsed), false
 	case cur != st.Round:
@@ -637,9 +661,10 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 		}
 	}
 	r = c.answer(ctx, pr, st.Round, resp)
-	if c.pure && c.isFenced() {
-		// Taken over before its claim could be recorded: this run's result is dropped,
-		// and the store says what follows, as for a claim that lost (Pure).
+	if c.isFenced() {
+		// Taken over before what the round returns could be recorded (a pure call's
+		// claim with it; another's claim was, and an identical resend elsewhere took the
+		// call over on it): this run's result is dropped, and the store says what follows.
 		return result{}, true
 	}
 	if ctx.Err() == nil {

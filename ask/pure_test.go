@@ -84,6 +84,9 @@ func TestTheStoreSuitesWithPureTools(t *testing.T) {
 		"a resend of a failed claim":    TestAResendOfAClaimThatFailsIsNotLeftWaiting,
 		"on end heard once":             TestOnEndHearsEachQuestionEndOnce,
 		"on end key":                    TestOnEndKeyIsTheSameOnEveryNode,
+		"a stale read":                  TestAStaleReadIsNotTheAnswer,
+		"a resend after a take-over":    TestAResendOfAnUnrecordedRoundAfterATakeOver,
+		"a stop cuts a handler short":   TestAStopThatCutsAHandlerShortLeavesTheCallOpen,
 	} {
 		t.Run(name, test)
 	}

@@ -106,9 +106,11 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 			return fail(stateError("finished", "the server that asked that question has stopped, and %s cannot be taken over (it is not replayable); call the tool again without requestState", req.Params.Name))
 		}
 		r, err := el.takeOver(ctx, rec, absent, st, req, resp, sum, resend, start)
-		if errors.Is(err, store.ErrConflict) {
+		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+			// Another node moved it first, or the compare-and-set failed and the store
+			// said it is gone: look again, at what the leader has.
 			latest = true
-			continue // another node moved it first: look again, at what it wrote
+			continue
 		}
 		if err != nil {
 			return fail(storeError(err))
@@ -168,10 +170,7 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 		rev, err = el.store.Update(context.WithoutCancel(ctx), next)
 	}
 	if err != nil {
-		c.mu.Lock()
-		c.slot.fill(fail(storeError(errFenced)))
-		c.mu.Unlock()
-		el.calls.end(c, endedCall{}, false)
+		c.dropTakeOver()
 		return result{}, err
 	}
 	c.rec.Revision = rev
@@ -184,6 +183,20 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 	r := c.next(ctx)
 	c.settle(st.Round, r)
 	return r, nil
+}
+
+// dropTakeOver drops c, a take-over whose write failed (another node moved the call first,
+// or the store did not answer), before its handler began. The requests that found it held
+// and wait for its round (identical resends) look at the store again: the round is the
+// store's to answer, not "moved".
+func (c *call) dropTakeOver() {
+	c.wmu.Lock()
+	c.fenced = true
+	c.wmu.Unlock()
+	c.mu.Lock()
+	c.slot.fill(fail(storeError(errFenced)))
+	c.mu.Unlock()
+	c.el.calls.end(c, endedCall{}, false)
 }
 
 // replaying reports whether c's next prompt is answered from its log.
