@@ -392,6 +392,14 @@ func (s *Store) GetLatest(ctx context.Context, owner, id string) (store.Record, 
 		return store.Record{}, err
 	}
 	defer cancel()
+	return s.getLatest(ctx, owner, id)
+}
+
+// getLatest is GetLatest once begun.
+func (s *Store) getLatest(ctx context.Context, owner, id string) (store.Record, error) {
+	if s.o.Replicas <= 1 {
+		return s.get(ctx, owner, id)
+	}
 	// JetStream's message get API (not its direct get): only the stream leader answers it.
 	req, _ := json.Marshal(map[string]string{"last_by_subj": s.pre + store.Key(owner, id)})
 	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.stream, req)
@@ -481,7 +489,9 @@ func (s *Store) Update(ctx context.Context, r store.Record) (uint64, error) {
 // (ErrNotFound) or has moved on (ErrConflict, also when the read itself fails: the caller
 // re-reads either way).
 func (s *Store) mismatch(ctx context.Context, owner, id string, rev uint64) error {
-	if _, err := s.get(ctx, owner, id); errors.Is(err, store.ErrNotFound) {
+	// From the leader: a replica behind the write that made the record would say it is
+	// not there, and the caller would end the question as gone.
+	if _, err := s.getLatest(ctx, owner, id); errors.Is(err, store.ErrNotFound) {
 		return err
 	}
 	return fmt.Errorf("%w: %s is no longer at revision %d", store.ErrConflict, id, rev)
