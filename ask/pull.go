@@ -183,6 +183,12 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, o toolOpt
 		c := &call{el: el, req: req, owner: el.Owner(req)}
 		return start(context.WithValue(ctx, callKey{}, c))
 	}
+	if el.stopping.Load() && (req.Params.RequestState == "" || el.store != nil) {
+		// This node takes no new call, nor takes one over: another node (or this one,
+		// started again) will, on the same request sent again. A retry without a store
+		// goes on here: its call lived in this process only.
+		return fail(errStopping)
+	}
 	if req.Params.RequestState != "" {
 		return el.resume(ctx, req, o.replayable, start)
 	}
@@ -210,6 +216,11 @@ func (el *Elicitor) begin(ctx context.Context, c *call, start handler) {
 		defer el.busy.end()
 		r := start(hctx)
 		cancel(nil)
+		if c.leftOpen(r) {
+			// What every request waiting for it, and an identical resend, hears: never
+			// reason shutdown, which would tell the client its question is over.
+			r = fail(errStopping)
+		}
 		// Recorded as soon as the handler returns, whether or not a request waits for it:
 		// a result nobody fetched (its client went away) must not be made again by a
 		// replay on the resend.
@@ -292,7 +303,7 @@ func (c *call) next(ctx context.Context) result {
 
 // end returns the handler's result r, recorded first with a store, and forgets the call.
 func (c *call) end(r result, saved error) result {
-	fenced, stopped := c.endState()
+	fenced, stopped := c.endState(r)
 	if fenced {
 		c.el.forget(c, nil)
 		return fail(storeError(errFenced))
@@ -310,14 +321,33 @@ func (c *call) end(r result, saved error) result {
 	return r
 }
 
-// endState says whether c has been taken over by another node (fenced), and whether its
-// question was ended because this node is stopping (not by an answer, nor by the handler
-// on its own): then the question is not over.
-func (c *call) endState() (fenced, stopped bool) {
+// endState says whether c, whose handler returned r, has been taken over by another node
+// (fenced), and whether it ended because this node is stopping (not by an answer, nor by
+// the handler on its own): its question was ended, or refused, with reason shutdown, or
+// Close cancelled the handler, which then returned an error (its context's, say, from work
+// between two questions). Then the question is not over.
+func (c *call) endState(r result) (fenced, stopped bool) {
+	failed := r.err != nil || r.res != nil && r.res.IsError
 	c.mu.Lock()
-	stopped = c.el.stopping.Load() && strings.HasSuffix(c.how, elicitation.Shutdown.String())
+	stopped = c.el.stopping.Load() && (strings.HasSuffix(c.how, elicitation.Shutdown.String()) ||
+		c.killed && c.killedBy == elicitation.Shutdown && failed)
 	c.mu.Unlock()
 	return c.isFenced(), stopped
+}
+
+// leftOpen reports whether c, whose handler returned r, ended because this node is stopping
+// (endState) and may go on elsewhere: it has a record, which another node (or this one,
+// started again) takes over on the client's next request, or it has handed out no round,
+// and the client sends its first call again. Its requests then hear SERVER_STOPPING. A call
+// handed out without a store ends with the process, and is told so.
+func (c *call) leftOpen(r result) bool {
+	if _, stopped := c.endState(r); !stopped {
+		return false
+	}
+	c.mu.Lock()
+	handed := c.handed
+	c.mu.Unlock()
+	return handed == 0 || c.recorded()
 }
 
 // saveEnd records the handler's result r, if c has a record and the call has really ended.
@@ -325,7 +355,7 @@ func (c *call) saveEnd(r result) error {
 	c.wmu.Lock()
 	over := c.over
 	c.wmu.Unlock()
-	if fenced, stopped := c.endState(); fenced || stopped || over || !c.recorded() {
+	if fenced, stopped := c.endState(r); fenced || stopped || over || !c.recorded() {
 		return nil
 	}
 	return c.recordEnd(context.Background(), r)
