@@ -211,6 +211,11 @@ func (el *Elicitor) begin(ctx context.Context, c *call, start handler) {
 	hctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), callKey{}, c))
 	c.cancel = cancel
 	el.calls.add(c)
+	if el.stopping.Load() {
+		// Close, which sets stopping before it kills the live calls, may have missed this
+		// one: it ends as the calls it killed do.
+		c.kill(elicitation.Shutdown)
+	}
 	el.busy.begin()
 	go func() {
 		defer el.busy.end()

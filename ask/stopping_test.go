@@ -38,6 +38,9 @@ func TestAStoppingNodeAnswersPullCallsServerStopping(t *testing.T) {
 					close(closing)
 					<-release
 				}
+				if err := ask.Admits(ctx); err != nil { // as ask_user does, before it compiles a form
+					return nil, err
+				}
 				return ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm})
 			}
 		})
