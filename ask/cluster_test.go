@@ -382,6 +382,8 @@ func TestAStopBetweenTwoAsksLeavesTheCallOpen(t *testing.T) {
 	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
 	p := <-waiting
 	assert.Equal(t, ask.CodeStopping, p["code"], "%v", p)
+	again := payload(t, a, first.RequestState, 1, answer)
+	assert.Equal(t, ask.CodeStopping, again["code"], "the identical resend, to the stopped node: %v", again)
 	r, params := asked(t, b.call(t, first.RequestState, 1, answer))
 	assert.Equal(t, 2, r, "the resend, on B, goes on with the second question")
 	assert.Equal(t, "And again?", params.Message)

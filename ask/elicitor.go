@@ -449,10 +449,7 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	}
 	e, err := el.reg.Start(c.owner, spec)
 	if err != nil {
-		if c.pull && errors.Is(err, registry.ErrClosed) {
-			// Not asked because this node is stopping: as for a question it ended.
-			c.setHow(elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.Shutdown})
-		}
+		c.refused(err)
 		return elicitation.Outcome{}, startError(err)
 	}
 	if !c.pull && el.roster != nil {
@@ -466,6 +463,15 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	}
 	el.reportEnd(c, q, e, n, o)
 	return o, nil
+}
+
+// refused notes that c's next question was refused with err (by Start, or Admits): one
+// refused because this node is stopping counts as a question it ended, so the call is not
+// over (leftOpen), and its client hears SERVER_STOPPING rather than shutdown.
+func (c *call) refused(err error) {
+	if c.pull && errors.Is(err, registry.ErrClosed) {
+		c.setHow(elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.Shutdown})
+	}
 }
 
 // errNotInCall is Ask's error outside a tool handler.

@@ -183,6 +183,12 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, o toolOpt
 		c := &call{el: el, req: req, owner: el.Owner(req)}
 		return start(context.WithValue(ctx, callKey{}, c))
 	}
+	if el.stopping.Load() && (req.Params.RequestState == "" || el.store != nil) {
+		// This node takes no new call, nor takes one over: another node (or this one,
+		// started again) will, on the same request sent again. A retry without a store
+		// goes on here: its call lived in this process only.
+		return fail(errStopping)
+	}
 	if req.Params.RequestState != "" {
 		return el.resume(ctx, req, o.replayable, start)
 	}
@@ -205,11 +211,21 @@ func (el *Elicitor) begin(ctx context.Context, c *call, start handler) {
 	hctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), callKey{}, c))
 	c.cancel = cancel
 	el.calls.add(c)
+	if el.stopping.Load() {
+		// Close, which sets stopping before it kills the live calls, may have missed this
+		// one: it ends as the calls it killed do.
+		c.kill(elicitation.Shutdown)
+	}
 	el.busy.begin()
 	go func() {
 		defer el.busy.end()
 		r := start(hctx)
 		cancel(nil)
+		if c.leftOpen(r) {
+			// What every request waiting for it, and an identical resend, hears: never
+			// reason shutdown, which would tell the client its question is over.
+			r = fail(errStopping)
+		}
 		// Recorded as soon as the handler returns, whether or not a request waits for it:
 		// a result nobody fetched (its client went away) must not be made again by a
 		// replay on the resend.
@@ -336,6 +352,21 @@ func (c *call) endState(r result) (fenced, stopped bool) {
 	stopped = c.el.stopping.Load() && (strings.HasSuffix(c.how, elicitation.Shutdown.String()) || cut)
 	c.mu.Unlock()
 	return c.isFenced(), stopped
+}
+
+// leftOpen reports whether c, whose handler returned r, ended because this node is stopping
+// (endState) and may go on elsewhere: it has a record, which another node (or this one,
+// started again) takes over on the client's next request, or it has handed out no round,
+// and the client sends its first call again. Its requests then hear SERVER_STOPPING. A call
+// handed out without a store ends with the process, and is told so.
+func (c *call) leftOpen(r result) bool {
+	if _, stopped := c.endState(r); !stopped {
+		return false
+	}
+	c.mu.Lock()
+	handed := c.handed
+	c.mu.Unlock()
+	return handed == 0 || c.recorded()
 }
 
 // saveEnd records the handler's result r, if c has a record and the call has really ended.

@@ -151,6 +151,7 @@ func Admits(ctx context.Context) error {
 		return errNotInCall
 	}
 	if err := c.el.reg.Admits(c.owner); err != nil {
+		c.refused(err)
 		return startError(err)
 	}
 	return nil

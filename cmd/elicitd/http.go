@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
 	"net"
 	"net/http"
@@ -12,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
@@ -29,6 +31,7 @@ type httpConfig struct {
 	origins []string // browser origins allowed besides the server's own
 
 	sessionIdle  time.Duration // a session whose client sends nothing this long ends
+	drainWait    time.Duration // after SIGTERM, how long /readyz says 503 before calls are refused
 	maxSessions  int           // live sessions in all
 	maxPerCaller int           // live sessions of one caller
 }
@@ -138,6 +141,28 @@ func originCheck(allowed []string, next http.Handler) http.Handler {
 	})
 }
 
+// probes answers a load balancer's checks on the listener, in front of every other check
+// (no token, no Origin: they tell nothing but whether this node serves): GET /healthz is
+// 200 while the process serves; GET /readyz is 200 until a signal asks the node to stop
+// (stopping set), and 503 from that moment, before the node refuses calls. Any other
+// request, and any other method on these paths, goes on to next.
+func probes(stopping *atomic.Bool, next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodGet && r.Method != http.MethodHead || r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		w.Header().Set("Cache-Control", "no-store")
+		if r.URL.Path == "/readyz" && stopping.Load() {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "stopping\n")
+			return
+		}
+		_, _ = io.WriteString(w, "ok\n")
+	})
+}
+
 // callerOwner owns questions over HTTP: a client with a session (2025-11-25 and earlier)
 // owns its questions by that session (""), as on stdio; a stateless 2026-07-28 request by
 // its caller, the bearer token it brought, or on loopback without tokens the local user.
@@ -151,11 +176,15 @@ func callerOwner(req *mcp.CallToolRequest) string {
 	return "caller:local"
 }
 
-// serveHTTP runs s on ln until ctx ends (a signal), then ends every open question with
-// reason shutdown, so the waiting calls get their results, and stops the listener.
+// serveHTTP runs s on ln until ctx ends (a signal). Then /readyz answers 503 at once; after
+// hc.drainWait (a load balancer's time to see it), the node refuses new calls (2026-07-28
+// requests hear SERVER_STOPPING, their questions left open in the store for another node),
+// ends every open push-era question with reason shutdown, so the waiting calls get their
+// results, and stops the listener.
 func serveHTTP(ctx context.Context, s *server, ln net.Listener, hc httpConfig, cl connLimits, log *slog.Logger) error {
 	caps := newSessionCaps(hc.maxPerCaller, hc.maxSessions, log)
-	hs := cl.server(s.httpHandler(hc, caps, log), log)
+	var stopping atomic.Bool
+	hs := cl.server(probes(&stopping, s.httpHandler(hc, caps, log)), log)
 	reclaimCtx, stopReclaim := context.WithCancel(ctx)
 	defer stopReclaim()
 	go caps.reclaim(reclaimCtx, 10*time.Second)
@@ -166,6 +195,15 @@ func serveHTTP(ctx context.Context, s *server, ln net.Listener, hc httpConfig, c
 	case err := <-served:
 		return err
 	case <-ctx.Done():
+	}
+	stopping.Store(true)
+	if hc.drainWait > 0 {
+		log.Info("stopping: /readyz answers 503; serving on meanwhile", "drain_wait", hc.drainWait.String())
+		select {
+		case err := <-served:
+			return err
+		case <-time.After(hc.drainWait):
+		}
 	}
 	log.Info("shutting down")
 	closeCtx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
