@@ -40,7 +40,8 @@ type Ending struct {
 
 // reportEnd tells Options.OnEnd that the question e, asked as q in call c (its n-th ask), has
 // ended with o; not when it has not ended for the person: a node that stops keeps a recorded
-// question open for another, and a call taken over ends on the node that took it.
+// question open for another, a call taken over ends on the node that took it, and a question
+// that never went out was never the person's.
 func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n int, o elicitation.Outcome) {
 	if el.onEnd == nil {
 		return
@@ -48,6 +49,12 @@ func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n
 	key := e.ID()
 	if c.pull {
 		if c.isFenced() || c.recorded() && el.stopping.Load() && o.State == elicitation.Cancelled && o.Reason == elicitation.Shutdown {
+			return
+		}
+		if !c.recorded() && (o.Reason == elicitation.TransportError || el.stopping.Load() && o.Reason == elicitation.Shutdown) {
+			// Never given to the client: its first write failed (the store refused a new
+			// question) or this node stopped before it went out. The client, told
+			// STORE_UNAVAILABLE or SERVER_STOPPING, sends its first call again.
 			return
 		}
 		key = c.id + "_q" + strconv.Itoa(n)

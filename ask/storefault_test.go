@@ -79,6 +79,24 @@ func TestStoreFaults(t *testing.T) {
 		assert.Equal(t, 1, r, "service resumes when the store is back")
 	})
 
+	t.Run("a question refused so has no end to report", func(t *testing.T) {
+		// The client was never given it: a webhook event for it would tell of a question
+		// no one was asked (the robustness suite saw them, ended transport_error).
+		f := &flaky{Store: memory.New(memory.Options{})}
+		var ends atomic.Int32
+		nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = func(ask.Ending) { ends.Add(1) } }
+		defer func() { nodeOptions = nil }()
+		a := newCluster(t, 1, f, nil)[0]
+		f.down.Store(true)
+		p := payload(t, a, "", 0, nil)
+		require.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
+		f.down.Store(false)
+		first := a.call(t, "", 0, nil)
+		done := payload(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+		require.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done)
+		assert.EqualValues(t, 1, ends.Load(), "one end reported: the question asked and answered")
+	})
+
 	t.Run("a claim that cannot be recorded is not taken", func(t *testing.T) {
 		f := &flaky{Store: memory.New(memory.Options{})}
 		a := newCluster(t, 1, f, nil)[0]
