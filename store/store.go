@@ -143,6 +143,12 @@ type Replicated interface {
 	GetLatest(ctx context.Context, owner, id string) (Record, error)
 }
 
+// HealthChecker is a Store that can tell, without a round trip, whether it can be reached
+// now (its connection is up): a node's readiness for a load balancer.
+type HealthChecker interface {
+	Healthy() error
+}
+
 // Relay carries requests between the nodes that share a store: a retry that lands on one
 // node is forwarded to the node whose goroutine holds its question. Delivery is at most
 // once; a node that is not running answers ErrNoNode at once, which is the signal for

@@ -22,6 +22,7 @@ import (
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/page"
+	"github.com/elicitd/elicitd/store"
 )
 
 // httpConfig is the Streamable HTTP listener's settings.
@@ -144,9 +145,12 @@ func originCheck(allowed []string, next http.Handler) http.Handler {
 // probes answers a load balancer's checks on the listener, in front of every other check
 // (no token, no Origin: they tell nothing but whether this node serves): GET /healthz is
 // 200 while the process serves; GET /readyz is 200 until a signal asks the node to stop
-// (stopping set), and 503 from that moment, before the node refuses calls. Any other
-// request, and any other method on these paths, goes on to next.
-func probes(stopping *atomic.Bool, next http.Handler) http.Handler {
+// (stopping set), and 503 from that moment, before the node refuses calls; 503 too while
+// the store cannot be reached (st, when it can tell: a NATS connection down, or silent for
+// a few seconds), since every call the node took would then fail. Any other request, and
+// any other method on these paths, goes on to next.
+func probes(stopping *atomic.Bool, st store.Store, next http.Handler) http.Handler {
+	health, _ := st.(store.HealthChecker)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet && r.Method != http.MethodHead || r.URL.Path != "/healthz" && r.URL.Path != "/readyz" {
 			next.ServeHTTP(w, r)
@@ -157,6 +161,11 @@ func probes(stopping *atomic.Bool, next http.Handler) http.Handler {
 		if r.URL.Path == "/readyz" && stopping.Load() {
 			w.WriteHeader(http.StatusServiceUnavailable)
 			_, _ = io.WriteString(w, "stopping\n")
+			return
+		}
+		if r.URL.Path == "/readyz" && health != nil && health.Healthy() != nil {
+			w.WriteHeader(http.StatusServiceUnavailable)
+			_, _ = io.WriteString(w, "store unavailable\n")
 			return
 		}
 		_, _ = io.WriteString(w, "ok\n")
@@ -184,7 +193,7 @@ func callerOwner(req *mcp.CallToolRequest) string {
 func serveHTTP(ctx context.Context, s *server, ln net.Listener, hc httpConfig, cl connLimits, log *slog.Logger) error {
 	caps := newSessionCaps(hc.maxPerCaller, hc.maxSessions, log)
 	var stopping atomic.Bool
-	hs := cl.server(probes(&stopping, s.httpHandler(hc, caps, log)), log)
+	hs := cl.server(probes(&stopping, s.opts.Store, s.httpHandler(hc, caps, log)), log)
 	reclaimCtx, stopReclaim := context.WithCancel(ctx)
 	defer stopReclaim()
 	go caps.reclaim(reclaimCtx, 10*time.Second)

@@ -567,9 +567,18 @@ func TestTheStoreGoneAndBack(t *testing.T) {
 	second := round(t, node, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
 	_, fields := askedFields(t, second)
 	require.Equal(t, []string{"age"}, fields)
+	ready := func() int {
+		res, err := http.Get(strings.TrimSuffix(node.url, "/mcp") + "/readyz")
+		require.NoError(t, err)
+		res.Body.Close()
+		return res.StatusCode
+	}
+	require.Equal(t, http.StatusOK, ready(), "ready while the store answers")
 
 	ns.Shutdown()
 	ns.WaitForShutdown()
+	// A load balancer stops sending to a node that cannot reach its store.
+	require.Eventually(t, func() bool { return ready() == http.StatusServiceUnavailable }, 5*time.Second, 20*time.Millisecond, "/readyz: 503 with the store gone")
 	fresh, err := pullByHand(t, node, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
 	require.NoError(t, err)
 	assert.Equal(t, "STORE_UNAVAILABLE", structured(t, fresh)["code"], "a new question is refused")
@@ -584,4 +593,5 @@ func TestTheStoreGoneAndBack(t *testing.T) {
 	}, 30*time.Second, 100*time.Millisecond, "service resumes when NATS is back")
 	assert.Equal(t, "completed", done["status"], "%v", done)
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"], "the name answered before is kept")
+	assert.Equal(t, http.StatusOK, ready(), "ready again")
 }

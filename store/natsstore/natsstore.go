@@ -154,8 +154,9 @@ type Store struct {
 }
 
 var (
-	_ store.Store      = (*Store)(nil)
-	_ store.Replicated = (*Store)(nil)
+	_ store.Store         = (*Store)(nil)
+	_ store.Replicated    = (*Store)(nil)
+	_ store.HealthChecker = (*Store)(nil)
 )
 
 // Open opens the store on nc, creating its buckets or bringing their settings up to o's.
@@ -374,6 +375,20 @@ func (s *Store) Get(ctx context.Context, owner, id string) (store.Record, error)
 		return store.Record{}, err
 	}
 	return r, nil
+}
+
+// Healthy is nil while the store's connection to NATS is up; ErrUnavailable while it is
+// not (down, reconnecting, closed).
+func (s *Store) Healthy() error {
+	select {
+	case <-s.closed:
+		return fmt.Errorf("%w: the store is closed", store.ErrUnavailable)
+	default:
+	}
+	if st := s.nc.Status(); st != nats.CONNECTED {
+		return fmt.Errorf("%w: not connected to NATS (%s)", store.ErrUnavailable, strings.ToLower(st.String()))
+	}
+	return nil
 }
 
 // GetLatest is Get answered by the records' stream leader, which has applied every write

@@ -161,6 +161,11 @@ func ClientOptions(name string) []nats.Option {
 		nats.ReconnectWait(250 * time.Millisecond),
 		nats.ReconnectJitter(100*time.Millisecond, time.Second),
 		nats.ReconnectBufSize(-1),
+		// A link gone silent (a partition, a blackhole: the TCP connection stays open)
+		// is noticed in 4-6 s, and the client reconnects elsewhere; by default the client
+		// pings every 2 minutes, and each call on such a link waited out its timeout.
+		nats.PingInterval(2 * time.Second),
+		nats.MaxPingsOutstanding(2),
 	}
 }
 
