@@ -51,16 +51,39 @@ type Options struct {
 	// Timeout bounds one POST, from connecting to the answer's status: 10 s by default.
 	// Keep it well under the outbox's AckWait.
 	Timeout time.Duration
-	// Logger gets a line for each retry and each event given up (ids, URLs without their
-	// query, statuses; never a payload): nothing is logged if nil.
+	// QueueWithin is how long Queue goes on adding an event the outbox could not take (the
+	// store unavailable, or an add that timed out), on Clock, from Queue's call: 1 minute by
+	// default. Past it, the event is lost (logged, and counted in Stats.Lost).
+	QueueWithin time.Duration
+	// Logger gets a line for each retry and each event given up or lost (ids, URLs without
+	// their query, statuses; never a payload): nothing is logged if nil.
 	Logger *slog.Logger
 }
 
 // The defaults of Options.
 const (
-	DefaultWorkers = 4
-	DefaultTimeout = 10 * time.Second
+	DefaultWorkers     = 4
+	DefaultTimeout     = 10 * time.Second
+	DefaultQueueWithin = time.Minute
 )
+
+// queueTry bounds one add of Queue's: the one its caller waits for, and each later one.
+const queueTry = 2 * time.Second
+
+// The pauses between Queue's adds, on the clock: the first, doubled after each add that
+// fails, up to the last.
+const (
+	queueFirstPause = 250 * time.Millisecond
+	queueMaxPause   = 5 * time.Second
+)
+
+// maxQueuing bounds the events Queue goes on adding at once (one goroutine each, for at
+// most QueueWithin): past it, an event the outbox could not take is lost at once.
+const maxQueuing = 10_000
+
+// ErrQueuing is matched (errors.Is) by Queue's error when the outbox could not take the
+// event yet and Queue goes on adding it.
+var ErrQueuing = errors.New("webhook: the outbox cannot take the event now; it is added when the outbox is back")
 
 // settleTimeout bounds an ack or a nak of the outbox.
 const settleTimeout = 10 * time.Second
@@ -82,6 +105,9 @@ type Stats struct {
 	Delivered uint64 // answered 2xx
 	Retries   uint64 // failed attempts that will be tried again
 	Failures  uint64 // given up: past the Backoff's bound, or an event that cannot be sent
+	// Lost counts events (not per URL) that Queue could not add to the outbox within
+	// Options.QueueWithin, or before Stop ended its tries: they are never sent.
+	Lost uint64
 }
 
 // Deliverer sends events, signed by the Standard Webhooks scheme, to a set of URLs,
@@ -120,7 +146,15 @@ type Deliverer struct {
 	stopWork context.CancelFunc
 	wg       sync.WaitGroup
 
-	delivered, retries, failures atomic.Uint64
+	// Queue's tries in the background: queuing ends when Stop gives up waiting for them.
+	queuing     context.Context
+	stopQueuing context.CancelFunc
+	qmu         sync.Mutex
+	qstop       bool // Stop has begun: no more tries in the background
+	qwg         sync.WaitGroup
+	nqueuing    int // tries going on, under qmu
+
+	delivered, retries, failures, lost atomic.Uint64
 }
 
 // target is one receiver: its URL, the key its outbox entries carry, and how logs show it.
@@ -181,6 +215,10 @@ func New(o Options) (*Deliverer, error) {
 	if d.o.Timeout <= 0 {
 		d.o.Timeout = DefaultTimeout
 	}
+	if d.o.QueueWithin <= 0 {
+		d.o.QueueWithin = DefaultQueueWithin
+	}
+	d.queuing, d.stopQueuing = context.WithCancel(context.Background())
 	d.pull, d.stopPull = context.WithCancel(context.Background())
 	d.work, d.stopWork = context.WithCancel(context.Background())
 	for range d.o.Workers {
@@ -197,43 +235,187 @@ func New(o Options) (*Deliverer, error) {
 // Send that failed with store.ErrUnavailable is simply sent again. Send works after Stop
 // too: another node's deliverer, or this one's successor, delivers the event.
 func (d *Deliverer) Send(ctx context.Context, e Ending) error {
-	ev, err := NewEvent(e, d.o.Answers)
+	b, err := d.entries(e)
 	if err != nil {
 		return err
 	}
+	return b.add(ctx, d.o.Outbox)
+}
+
+// Queue is Send for a caller that must not wait on the store, such as a tool call whose
+// question ended: the store may be out for a while (its NATS connection reconnecting, a
+// quorum lost), and the event must not be lost for it. Queue adds the event as Send does,
+// waiting at most 2 s. If the outbox could not take it (store.ErrUnavailable, or the add
+// timed out, its outcome unknown), Queue returns an error matching ErrQueuing and goes on
+// adding it in the background, on Options.Clock, a pause after each failure (250 ms,
+// doubled up to 5 s), until an add succeeds or Options.QueueWithin has passed since the
+// call: then the event is lost, logged by its id and counted in Stats.Lost.
+//
+// Every add is of the same entries under the same ids, so an add that landed though it
+// was reported failed leaves one entry: the outbox drops the same id added again within
+// its dedupe window (an hour by default, far longer than QueueWithin), and the receiver
+// gets one webhook-id. What is still being added lives in this process only: if it dies
+// first, the event is lost. Stop waits for the adds going on until its context ends, then
+// ends them (their events lost); after Stop, Queue adds once, as Send. Any other error is
+// returned as Send returns it, and nothing more is tried.
+func (d *Deliverer) Queue(e Ending) error {
+	b, err := d.entries(e)
+	if err != nil {
+		return err
+	}
+	since := d.clk.Now()
+	ctx, cancel := context.WithTimeout(context.Background(), queueTry)
+	err = b.add(ctx, d.o.Outbox)
+	cancel()
+	if err == nil || !retryable(err) {
+		return err
+	}
+	d.qmu.Lock()
+	later := !d.qstop && d.nqueuing < maxQueuing
+	if later {
+		d.nqueuing++
+		d.qwg.Add(1)
+	}
+	d.qmu.Unlock()
+	if !later {
+		d.lost.Add(1)
+		return err
+	}
+	go d.addLater(b, since)
+	return fmt.Errorf("%w: %w", ErrQueuing, err)
+}
+
+// retryable reports whether an add that failed with err may succeed later: the store was
+// unavailable, or the add timed out (it may have landed: adding it again is harmless).
+func retryable(err error) bool {
+	return errors.Is(err, store.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded)
+}
+
+// addLater adds b, a pause after each add that fails, until one succeeds, the bound
+// Options.QueueWithin from since has passed, or Stop ends the tries.
+func (d *Deliverer) addLater(b *entries, since time.Time) {
+	defer func() {
+		d.qmu.Lock()
+		d.nqueuing--
+		d.qmu.Unlock()
+		d.qwg.Done()
+	}()
+	bound := since.Add(d.o.QueueWithin)
+	pause := queueFirstPause
+	for try := 2; ; try++ {
+		left := bound.Sub(d.clk.Now())
+		if left <= 0 || !d.pause(d.queuing, min(pause, left)) {
+			d.lost.Add(1)
+			d.log.Error("webhook event lost: the outbox could not take it", "id", b.id, "tries", try-1,
+				"stopping", d.queuing.Err() != nil)
+			return
+		}
+		ctx, cancel := context.WithTimeout(d.queuing, queueTry)
+		err := b.add(ctx, d.o.Outbox)
+		cancel()
+		switch {
+		case err == nil:
+			d.log.Info("webhook event queued once the outbox was back", "id", b.id, "tries", try)
+			return
+		case !retryable(err) && d.queuing.Err() == nil:
+			d.lost.Add(1)
+			d.log.Error("webhook event lost: the outbox refused it", "id", b.id, "tries", try, "err", err)
+			return
+		}
+		pause = min(2*pause, queueMaxPause)
+	}
+}
+
+// pause waits for wait on the clock; false if ctx ended first.
+func (d *Deliverer) pause(ctx context.Context, wait time.Duration) bool {
+	// A function timer that signals without blocking: a mock clock moved by two goroutines
+	// at once can fire a timer twice, and a channel timer's second send would hang the
+	// clock.
+	again := make(chan struct{}, 1)
+	t := d.clk.AfterFunc(wait, func() {
+		select {
+		case again <- struct{}{}:
+		default:
+		}
+	})
+	select {
+	case <-ctx.Done():
+		t.Stop()
+		return false
+	case <-again:
+		return true
+	}
+}
+
+// entries are the outbox entries of one event, one per URL, and which of them are added.
+type entries struct {
+	id    string // the event's
+	keys  []string
+	shown []string
+	data  [][]byte
+	added []bool
+}
+
+// entries makes the outbox entries of e's event.
+func (d *Deliverer) entries(e Ending) (*entries, error) {
+	ev, err := NewEvent(e, d.o.Answers)
+	if err != nil {
+		return nil, err
+	}
 	body, err := json.Marshal(ev)
 	if err != nil {
-		return fmt.Errorf("webhook: event %s does not encode: %w", ev.ID, err)
+		return nil, fmt.Errorf("webhook: event %s does not encode: %w", ev.ID, err)
 	}
 	sent := d.clk.Now()
-	var errs []error
+	b := &entries{id: ev.ID, added: make([]bool, len(d.targets))}
 	for _, t := range d.targets {
 		entry, err := json.Marshal(envelope{ID: ev.ID, URL: t.key, Sent: sent, Body: body})
 		if err != nil {
-			return fmt.Errorf("webhook: event %s does not encode: %w", ev.ID, err)
+			return nil, fmt.Errorf("webhook: event %s does not encode: %w", ev.ID, err)
 		}
-		if err := d.o.Outbox.Add(ctx, ev.ID+"."+t.key, entry); err != nil {
-			errs = append(errs, fmt.Errorf("webhook: queue event %s for %s: %w", ev.ID, t.shown, err))
+		b.keys = append(b.keys, ev.ID+"."+t.key)
+		b.shown = append(b.shown, t.shown)
+		b.data = append(b.data, entry)
+	}
+	return b, nil
+}
+
+// add adds the entries of b not added yet to ob.
+func (b *entries) add(ctx context.Context, ob store.Outbox) error {
+	var errs []error
+	for i, key := range b.keys {
+		if b.added[i] {
+			continue
 		}
+		if err := ob.Add(ctx, key, b.data[i]); err != nil {
+			errs = append(errs, fmt.Errorf("webhook: queue event %s for %s: %w", b.id, b.shown[i], err))
+			continue
+		}
+		b.added[i] = true
 	}
 	return errors.Join(errs...)
 }
 
 // Stats returns the counts so far.
 func (d *Deliverer) Stats() Stats {
-	return Stats{Delivered: d.delivered.Load(), Retries: d.retries.Load(), Failures: d.failures.Load()}
+	return Stats{Delivered: d.delivered.Load(), Retries: d.retries.Load(), Failures: d.failures.Load(), Lost: d.lost.Load()}
 }
 
-// Stop stops taking events and waits for the deliveries under way to end, until ctx ends;
-// then it cuts them short, hands their events back to the outbox at once (for another
-// node, or the next start), and waits for the workers to return. It returns ctx's error if
-// it had to cut deliveries short. Events still in the outbox stay there. Calling Stop
-// again waits again.
+// Stop stops taking events and waits for the deliveries under way to end, and for the
+// events Queue is still adding, until ctx ends; then it cuts the deliveries short, hands
+// their events back to the outbox at once (for another node, or the next start), ends
+// Queue's tries (their events are lost), and waits for its goroutines to return. It
+// returns ctx's error if it had to cut something short. Events in the outbox stay there.
+// Calling Stop again waits again.
 func (d *Deliverer) Stop(ctx context.Context) error {
 	d.stopPull()
+	d.qmu.Lock()
+	d.qstop = true
+	d.qmu.Unlock()
 	done := make(chan struct{})
 	go func() {
 		d.wg.Wait()
+		d.qwg.Wait()
 		close(done)
 	}()
 	var err error
@@ -242,9 +424,11 @@ func (d *Deliverer) Stop(ctx context.Context) error {
 	case <-ctx.Done():
 		err = ctx.Err()
 		d.stopWork()
+		d.stopQueuing()
 		<-done
 	}
 	d.stopWork()
+	d.stopQueuing()
 	if d.own {
 		d.client.CloseIdleConnections()
 	}
@@ -261,21 +445,8 @@ func (d *Deliverer) worker() {
 				return
 			}
 			d.log.Warn("webhook outbox unavailable; trying again", "err", err)
-			// A function timer that signals without blocking: a mock clock moved by two
-			// goroutines at once can fire a timer twice, and a channel timer's second send
-			// would hang the clock.
-			again := make(chan struct{}, 1)
-			t := d.clk.AfterFunc(unavailablePause, func() {
-				select {
-				case again <- struct{}{}:
-				default:
-				}
-			})
-			select {
-			case <-d.pull.Done():
-				t.Stop()
+			if !d.pause(d.pull, unavailablePause) {
 				return
-			case <-again:
 			}
 			continue
 		}

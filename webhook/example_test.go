@@ -52,5 +52,5 @@ func Example() {
 	fmt.Printf("%+v\n", d.Stats())
 	// Output:
 	// evt_Q7KX_ended: elicitation.ended, outcome declined
-	// {Delivered:1 Retries:0 Failures:0}
+	// {Delivered:1 Retries:0 Failures:0 Lost:0}
 }

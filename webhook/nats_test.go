@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -136,4 +137,45 @@ func TestTwoNodesShareTheOutbox(t *testing.T) {
 		assert.Equal(t, 1, n, id)
 	}
 	assert.Len(t, rcv.allTries(), len(ids), "no event sent twice")
+}
+
+// A question's end queued while the node's NATS connection is reconnecting (its server
+// gone) is added once the server is back on the same address and data: Queue's first add
+// fails at once, the next ones go on in the background on the real clock, and the
+// receiver gets the event once, under its one id.
+func TestQueueRidesOutANATSOutage(t *testing.T) {
+	t.Parallel()
+	dir := t.TempDir()
+	srv, err := natsstore.StartServer(natsstore.ServerOptions{Dir: dir, Listen: "127.0.0.1:0"})
+	require.NoError(t, err)
+	addr := srv.ClientURL()
+	secret := webhook.NewSecret()
+	rcv := newReceiver(t, secret, clock.New())
+	ctx := context.Background()
+	nc, err := nats.Connect(addr, natsstore.ClientOptions("node-1")...)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	s, err := natsstore.Open(ctx, nc, natsstore.Options{Limits: smallLimits})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	ob, err := s.Outbox(ctx, natsOutbox)
+	require.NoError(t, err)
+	d := start(t, webhook.Options{URLs: []string{rcv.URL()}, Secret: secret, AllowPrivate: true, Outbox: ob, Workers: 2})
+
+	srv.Shutdown()
+	require.Eventually(t, func() bool { return nc.Status() == nats.RECONNECTING }, 10*time.Second, 10*time.Millisecond)
+	qid := storetest.NewID()
+	err = d.Queue(ending(qid, time.Now()))
+	require.ErrorIs(t, err, webhook.ErrQueuing)
+	require.ErrorIs(t, err, store.ErrUnavailable)
+
+	host := strings.TrimPrefix(addr, "nats://")
+	srv, err = natsstore.StartServer(natsstore.ServerOptions{Dir: dir, Listen: host})
+	require.NoError(t, err)
+	t.Cleanup(srv.Shutdown)
+	want := webhook.EventID(qid)
+	waitAccepted(t, rcv, []string{want})
+	require.Eventually(t, func() bool { return d.Stats().Delivered == 1 }, 10*time.Second, 10*time.Millisecond)
+	assert.Equal(t, map[string]int{want: 1}, rcv.acceptedCounts())
+	assert.Zero(t, d.Stats().Lost)
 }

@@ -90,24 +90,23 @@ func startWebhooks(ctx context.Context, c webhookConfig, st store.Store, logger 
 	return d, nil
 }
 
-// webhookOnEnd is ask.Options.OnEnd for d: each question's end goes to the outbox before
-// its tool call returns. An end the outbox cannot take is logged (ids only) and tried once
-// more, briefly; a question never waits long on it.
+// webhookOnEnd is ask.Options.OnEnd for d: each question's end goes to the outbox, its
+// tool call waiting at most 2 s for it (webhook.Deliverer.Queue). An end the outbox cannot
+// take then (the store out: its NATS connection reconnecting, a quorum lost) is logged
+// (ids only) and added in the background until the store is back, for up to a minute; the
+// tool call returns meanwhile. Adding it again is harmless: the outbox keeps one entry by
+// the event's id.
 func webhookOnEnd(d *webhook.Deliverer, logger *slog.Logger) func(ask.Ending) {
 	return func(e ask.Ending) {
 		end := webhook.Ending{QuestionID: e.QuestionID, Key: e.Key, Tool: e.Tool, Template: e.Template, Owner: e.Owner,
 			State: e.State.String(), Reason: e.Reason.String(), Attempts: e.Attempts, Created: e.Created, Ended: e.Ended,
 			Answers: e.Answers, Sensitive: e.Sensitive}
-		var err error
-		for range 2 {
-			ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-			err = d.Send(ctx, end)
-			cancel()
-			if err == nil || !errors.Is(err, store.ErrUnavailable) {
-				break
-			}
-		}
-		if err != nil {
+		switch err := d.Queue(end); {
+		case err == nil:
+		case errors.Is(err, webhook.ErrQueuing):
+			logger.Warn("the webhook event of a question that ended is not queued yet; it is added once the store is back, within a minute",
+				"id", e.QuestionID, "tool", e.Tool, "error", err.Error())
+		default:
 			logger.Warn("the webhook event of a question that ended could not be queued", "id", e.QuestionID, "tool", e.Tool, "error", err.Error())
 		}
 	}
@@ -117,6 +116,6 @@ func webhookOnEnd(d *webhook.Deliverer, logger *slog.Logger) func(ask.Ending) {
 func webhookStats(d *webhook.Deliverer) func() any {
 	return func() any {
 		s := d.Stats()
-		return map[string]uint64{"delivered": s.Delivered, "retries": s.Retries, "failures": s.Failures}
+		return map[string]uint64{"delivered": s.Delivered, "retries": s.Retries, "failures": s.Failures, "lost": s.Lost}
 	}
 }

@@ -40,6 +40,9 @@ const outboxPoll = time.Second
 // minPoll is the shortest pull request Next makes: a context ending sooner is waited out.
 const minPoll = 20 * time.Millisecond
 
+// outboxPubRetryWait is the pause before Add publishes again after "no responders".
+const outboxPubRetryWait = jetstream.DefaultPubRetryWait
+
 // outboxHeaderRoom is what the stream's message size allows beyond MaxEventBytes, for the
 // headers (Nats-Msg-Id).
 const outboxHeaderRoom = 1 << 10
@@ -132,7 +135,10 @@ func (b *outbox) openStream(ctx context.Context) error {
 	return err
 }
 
-// Add publishes the event with its id as Nats-Msg-Id; a duplicate is not an error.
+// Add publishes the event with its id as Nats-Msg-Id; a duplicate is not an error. While
+// the stream has no leader to answer (an election, a quorum being restored: "no
+// responders"), the client publishes again every 250 ms until ctx ends (OpTimeout if it
+// has no deadline): the Nats-Msg-Id keeps a publish that landed twice once.
 func (b *outbox) Add(ctx context.Context, id string, payload []byte) error {
 	if err := store.CheckOutboxEvent(b.o, id, payload); err != nil {
 		return err
@@ -142,8 +148,13 @@ func (b *outbox) Add(ctx context.Context, id string, payload []byte) error {
 		return err
 	}
 	defer cancel()
+	// As many retries as ctx leaves room for (begin gave it a deadline): the client has no
+	// "until ctx ends" for a synchronous publish.
+	dl, _ := ctx.Deadline()
+	retries := max(int(time.Until(dl)/outboxPubRetryWait), jetstream.DefaultPubRetryAttempts)
 	_, err = b.s.js.PublishMsg(ctx, &nats.Msg{Subject: b.subject, Data: payload},
-		jetstream.WithMsgID(id), jetstream.WithExpectStream(b.stream))
+		jetstream.WithMsgID(id), jetstream.WithExpectStream(b.stream),
+		jetstream.WithRetryAttempts(retries), jetstream.WithRetryWait(outboxPubRetryWait))
 	if err != nil {
 		return fmt.Errorf("store: add event %s to outbox %s: %w", id, b.o.Name, classify(err))
 	}
