@@ -86,7 +86,7 @@ func TestTheStoreSuitesWithPureTools(t *testing.T) {
 		"on end key":                    TestOnEndKeyIsTheSameOnEveryNode,
 		"a stale read":                  TestAStaleReadIsNotTheAnswer,
 		"a resend after a take-over":    TestAResendOfAnUnrecordedRoundAfterATakeOver,
-		"a stop cuts a handler short":   TestAStopThatCutsAHandlerShortLeavesTheCallOpen,
+		"a stop cuts a handler short":   TestAHandlerCancelledByAStopLeavesTheCallOpen,
 	} {
 		t.Run(name, test)
 	}

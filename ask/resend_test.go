@@ -2,20 +2,16 @@ package ask_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 
-	"github.com/benbjohnson/clock"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/elicitd/elicitd/ask"
-	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/elicittest"
 	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/memory"
@@ -157,40 +153,4 @@ func TestAResendOfAnUnrecordedRoundAfterATakeOver(t *testing.T) {
 	assert.Equal(t, []string{"age"}, properties(t, params))
 	done := payload(t, a, again.RequestState, 2, map[string]any{"age": 30})
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done)
-}
-
-// A node that stops while a handler works between two asks (its context is cancelled under
-// it, and it returns that error) leaves the call open: the request waiting there hears
-// SERVER_STOPPING, and the same request on another node goes on.
-func TestAStopThatCutsAHandlerShortLeavesTheCallOpen(t *testing.T) {
-	between := make(chan struct{}, 1)
-	var blocked atomic.Bool
-	nodes := newClusterWith(t, clock.New(), 2, memory.New(memory.Options{}), &memory.Relay{}, "twostep",
-		func(*ask.Elicitor) func(context.Context, json.RawMessage) (any, error) {
-			return func(ctx context.Context, _ json.RawMessage) (any, error) {
-				if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm}); err != nil {
-					return nil, err
-				}
-				if blocked.CompareAndSwap(false, true) {
-					between <- struct{}{}
-					<-ctx.Done() // a call out (to UPS, say) that the stop cuts short
-					return nil, context.Cause(ctx)
-				}
-				return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
-			}
-		})
-	a, b := nodes[0], nodes[1]
-	answer := map[string]any{"name": "Ada", "age": 30}
-	first := a.call(t, "", 0, nil)
-	waiting := make(chan map[string]any, 1)
-	go func() { waiting <- payload(t, a, first.RequestState, 1, answer) }()
-	<-between
-	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
-	p := <-waiting
-	assert.Equal(t, ask.CodeStopping, p["code"], "%v", p)
-	res := b.call(t, first.RequestState, 1, answer)
-	require.Len(t, res.InputRequests, 1, "the resend, on B, goes on: %v", mustPayload(t, res))
-	r, params := asked(t, res)
-	assert.Equal(t, 2, r)
-	assert.Equal(t, "And again?", params.Message)
 }
