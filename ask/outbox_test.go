@@ -1,0 +1,113 @@
+package ask_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/store/memory"
+)
+
+// byKey counts what Options.OnEnd heard, on every node, by Ending.Key: one key is one
+// webhook event id.
+type byKey struct {
+	mu   sync.Mutex
+	seen map[string][]ask.Ending
+}
+
+func (b *byKey) add(e ask.Ending) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.seen == nil {
+		b.seen = map[string][]ask.Ending{}
+	}
+	b.seen[e.Key] = append(b.seen[e.Key], e)
+}
+
+func (b *byKey) get() map[string][]ask.Ending {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := map[string][]ask.Ending{}
+	for k, v := range b.seen {
+		out[k] = append([]ask.Ending(nil), v...)
+	}
+	return out
+}
+
+// A question's last answer is recorded on node A by a write that lands though A hears it
+// failed (a publish whose ack was lost: NATS without its quorum). A keeps the result to
+// record again, but the client's identical resend reaches node B, which serves it from the
+// ended record. The question's end is reported all the same, once, under one key, with its
+// answers: by B, from what the record carries. So too when A recorded the end and died
+// before its report left it (its OnEnd heard nothing that reached the outbox).
+func TestAnEndRecordedButUnheardIsReportedByTheNodeServingIt(t *testing.T) {
+	for _, pure := range []bool{true, false} {
+		for _, died := range []bool{false, true} {
+			t.Run(fmt.Sprintf("pure %v, A died %v", pure, died), func(t *testing.T) {
+				pureTools = pure
+				t.Cleanup(func() { pureTools = false })
+				heard, lostWithA := &byKey{}, &byKey{}
+				nodeOptions = func(i int, o *ask.Options) {
+					o.OnEnd = heard.add
+					if i == 0 && died {
+						o.OnEnd = lostWithA.add // queued in A's memory only: gone with A
+					}
+				}
+				t.Cleanup(func() { nodeOptions = nil })
+				clk := clock.NewMock()
+				clk.Set(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+				// The write that records round 2's outcome, the call's end, lands unheard: a
+				// pure tool's second update (its claims ride with what follows them), another's
+				// fourth (claim, re-prompt, claim, end).
+				f := &failNth{Store: memory.New(memory.Options{Clock: clk}), n: map[bool]int{true: 2, false: 4}[pure], land: true}
+				nodes := newClusterOn(t, clk, 2, f, nil)
+				a, b := nodes[0], nodes[1]
+
+				first := a.call(t, "", 0, nil)
+				second := a.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+				r, _ := asked(t, second)
+				require.Equal(t, 2, r)
+				answer := map[string]any{"age": 36}
+				p := payload(t, a, second.RequestState, 2, answer)
+				require.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
+				if died {
+					require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+				}
+
+				done := payload(t, b, second.RequestState, 2, answer)
+				require.Equal(t, map[string]any{"name": "Ada", "age": float64(36)}, done, "B serves the recorded result")
+
+				got := heard.get()
+				require.Len(t, got, 1, "the question's end is reported, under one key: %v", got)
+				for key, ends := range got {
+					if pure || died {
+						assert.Len(t, ends, 1, "reported once, by B")
+					} else {
+						assert.NotEmpty(t, ends, "A reported it as Ask returned; B may again (the outbox keeps one)")
+					}
+					for _, e := range ends {
+						assert.Equal(t, key, e.Key)
+						assert.Equal(t, elicitation.Completed, e.State)
+						assert.Equal(t, "contact", e.Tool)
+						assert.Equal(t, 2, e.Attempts)
+						js, err := json.Marshal(e.Answers)
+						require.NoError(t, err)
+						assert.JSONEq(t, `{"name":"Ada","age":36}`, string(js))
+					}
+				}
+				for key := range lostWithA.get() {
+					assert.Contains(t, got, key, "the key A would have used")
+				}
+			})
+		}
+	}
+}
