@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -109,5 +110,58 @@ func TestAnEndRecordedButUnheardIsReportedByTheNodeServingIt(t *testing.T) {
 				}
 			})
 		}
+	}
+}
+
+// A call that asks twice: the first question's end rides with the write that hands out
+// the second's round. That write lands unheard on A; the resend on B gets the second
+// question, and the first's end is reported, under the key A would have used.
+func TestAnEndCarriedByTheNextQuestionsRound(t *testing.T) {
+	for _, pure := range []bool{true, false} {
+		t.Run(fmt.Sprintf("pure %v", pure), func(t *testing.T) {
+			pureTools = pure
+			t.Cleanup(func() { pureTools = false })
+			heard := &byKey{}
+			nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
+			t.Cleanup(func() { nodeOptions = nil })
+			clk := clock.NewMock()
+			clk.Set(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+			f := &failNth{Store: memory.New(memory.Options{Clock: clk}), n: map[bool]int{true: 1, false: 2}[pure], land: true}
+			nodes := newClusterWith(t, clk, 2, f, nil, "twostep", func(*ask.Elicitor) func(context.Context, json.RawMessage) (any, error) {
+				return func(ctx context.Context, _ json.RawMessage) (any, error) {
+					if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm}); err != nil {
+						return nil, err
+					}
+					return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
+				}
+			})
+			a, b := nodes[0], nodes[1]
+			first := a.call(t, "", 0, nil)
+			answer := map[string]any{"name": "Ada", "age": 30}
+			p := payload(t, a, first.RequestState, 1, answer)
+			require.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
+			got := heard.get()
+			if pure {
+				assert.Empty(t, got, "A holds a pure call's end until its claim is recorded")
+			}
+
+			res := b.call(t, first.RequestState, 1, answer)
+			r, params := asked(t, res)
+			require.Equal(t, 2, r, "B serves the second question's round")
+			assert.Equal(t, "And again?", params.Message)
+			got = heard.get()
+			require.Len(t, got, 1, "%v", got)
+			for key, ends := range got {
+				assert.True(t, strings.HasSuffix(key, "_q1"), key)
+				if pure {
+					assert.Len(t, ends, 1)
+				}
+				for _, e := range ends {
+					js, err := json.Marshal(e.Answers)
+					require.NoError(t, err)
+					assert.JSONEq(t, `{"name":"Ada","age":30}`, string(js))
+				}
+			}
+		})
 	}
 }
