@@ -165,3 +165,39 @@ func TestAnEndCarriedByTheNextQuestionsRound(t *testing.T) {
 		})
 	}
 }
+
+// A question whose node is gone, cancelled by an operator on another node (on its record):
+// that node reports the end, under the key the gone node would have used, and a node
+// serving the cancellation to the client's retry reports that same end again.
+func TestACancelOnTheRecordOfAGoneNodeIsReported(t *testing.T) {
+	heard := &byKey{}
+	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
+	t.Cleanup(func() { nodeOptions = nil })
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
+	nodes := newClusterOn(t, clk, 2, memory.New(memory.Options{Clock: clk}), &memory.Relay{})
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown)) // the question stays open, on its record
+	require.Empty(t, heard.get(), "a node that stops does not end its questions")
+
+	listed := b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+	require.Len(t, listed, 1)
+	id := listed[0].(map[string]any)["id"].(string)
+	require.Equal(t, "cancelled", b.manage(t, "cancel_elicitation", map[string]any{"id": id})["state"])
+	got := heard.get()
+	require.Len(t, got, 1, "%v", got)
+	for key, ends := range got {
+		assert.True(t, strings.HasSuffix(key, "_q1"), key)
+		require.Len(t, ends, 1)
+		assert.Equal(t, id, ends[0].QuestionID)
+		assert.Equal(t, elicitation.Cancelled, ends[0].State)
+		assert.Equal(t, elicitation.Operator, ends[0].Reason)
+		assert.Equal(t, "contact", ends[0].Tool)
+	}
+
+	p := payload(t, b, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	assert.Equal(t, ask.CodeCancelled, p["code"], "%v", p)
+	again := heard.get()
+	assert.Len(t, again, 1, "the same end, under the same key: %v", again)
+}
