@@ -15,6 +15,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/memory"
 )
 
@@ -200,4 +201,31 @@ func TestACancelOnTheRecordOfAGoneNodeIsReported(t *testing.T) {
 	assert.Equal(t, ask.CodeCancelled, p["code"], "%v", p)
 	again := heard.get()
 	assert.Len(t, again, 1, "the same end, under the same key: %v", again)
+}
+
+// An end whose answers make the record too large: the call still ends and its client gets
+// its result, and the end is reported (by its node; by another too, if the record could
+// carry it).
+func TestAnEndTooLargeToCarry(t *testing.T) {
+	for _, name := range []string{strings.Repeat("a", 3000), strings.Repeat("a", 5000)} {
+		t.Run(fmt.Sprint(len(name)), func(t *testing.T) {
+			heard := &byKey{}
+			nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
+			t.Cleanup(func() { nodeOptions = nil })
+			s := memory.New(memory.Options{Limits: store.Limits{MaxRecordBytes: 8 << 10}})
+			nodes := newCluster(t, 2, s, nil)
+			a, b := nodes[0], nodes[1]
+			first := a.call(t, "", 0, nil)
+			answer := map[string]any{"name": name, "age": 30}
+			p := payload(t, a, first.RequestState, 1, answer)
+			assert.Equal(t, name, p["name"], "the client gets its result: %v", p["code"])
+			again := payload(t, b, first.RequestState, 1, answer)
+			assert.Equal(t, "result_not_kept", again["reason"], "%v", again["message"])
+			got := heard.get()
+			assert.Len(t, got, 1, "%v", got)
+			rec, err := s.Get(context.Background(), "caller:test", onlyID(t, s))
+			require.NoError(t, err)
+			assert.Equal(t, len(name) < 4000, len(rec.Ends) > 0, "carried only if the record holds it: %d bytes", len(rec.Ends))
+		})
+	}
 }
