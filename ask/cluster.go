@@ -13,6 +13,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/elicitd/elicitd/elicitation"
@@ -113,13 +114,22 @@ func (el *Elicitor) manageRecord(ctx context.Context, rec store.Record, op forwa
 	next := rec
 	next.Node, next.Epoch = el.node, rec.Epoch+1
 	var out any
+	var end *Ending // the question's, when op ends it: its node is gone, and never reports it
 	switch op.Op {
 	case "cancel":
 		res, err := encodeResult(fail(OutcomeError(elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.Operator})))
 		if err != nil {
 			return nil, err
 		}
-		next.State, next.Outcome, next.Deadline = "ended", res, el.clk.Now().Add(el.retention())
+		now := el.clk.Now()
+		end = &Ending{QuestionID: rec.Question, Key: rec.ID + "_q" + strconv.Itoa(max(rec.Asks, 1)), Tool: rec.Tool,
+			Owner: store.OwnerDigest(rec.Owner), State: elicitation.Cancelled, Reason: elicitation.Operator,
+			Attempts: rec.Attempts, Created: rec.Created, Ended: now}
+		ends, err := encodeEnds([]Ending{*end})
+		if err != nil {
+			return nil, err
+		}
+		next.State, next.Outcome, next.Ends, next.Deadline = "ended", res, ends, now.Add(el.retention())
 		out = map[string]any{"id": op.ID, "state": "cancelled"}
 	case "extend":
 		limit := rec.Created.Add(elicitation.DefaultMaxLifetime)
@@ -141,6 +151,9 @@ func (el *Elicitor) manageRecord(ctx context.Context, rec store.Record, op forwa
 			return nil, err
 		}
 		return nil, storeError(err)
+	}
+	if end != nil && el.onEnd != nil {
+		el.onEnd(*end) // also carried by the record, for a write whose answer was lost
 	}
 	return out, nil
 }

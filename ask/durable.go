@@ -90,6 +90,12 @@ type durable struct {
 	first func(*store.Record) error
 	// argsSum is argsDigest(args), once computed.
 	argsSum string
+	// The ends of the call's questions (reported, or due: endsDue) that no write has
+	// carried yet: the next write that records an outcome carries them (outbox.go).
+	carry []Ending
+	// carrying: the write being made carries them; noEnds: it goes without them (it was
+	// too large with them).
+	carrying, noEnds bool
 	// The result recordEnd recorded, encoded: what the call's memory keeps for a resend
 	// (forget), without encoding it again.
 	endSent []byte
@@ -113,7 +119,7 @@ func (p *pendingClaim) apply(rec *store.Record) error {
 	}
 	l := p.log
 	l.Prompt = rec.Prompt // what the claimed round asked
-	rec.Claimed, rec.ClaimSum, rec.Outcome = p.round, p.sum, nil
+	rec.Claimed, rec.ClaimSum, rec.Outcome, rec.Ends = p.round, p.sum, nil, nil
 	rec.Log = append(rec.Log, l)
 	return nil
 }
@@ -160,7 +166,7 @@ func (c *call) write(ctx context.Context, change func(r *store.Record) error) er
 	var due []Ending
 	switch {
 	case c.fenced:
-		c.endsDue = nil
+		c.endsDue, c.carry = nil, nil
 	case c.pend == nil:
 		due, c.endsDue = c.endsDue, nil
 	}
@@ -192,7 +198,9 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 		return errFenced
 	}
 	ctx = context.WithoutCancel(ctx) // a write half done is worse than one the client did not wait for
+	defer func() { c.carrying, c.noEnds = false, false }()
 	for try := 0; ; try++ {
+		c.carrying = false
 		var r store.Record
 		if c.rec != nil {
 			r = *c.rec
@@ -235,7 +243,17 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 		if err == nil {
 			r.Revision = rev
 			c.rec, c.pend, c.first = &r, nil, nil
+			if c.carrying || c.noEnds {
+				c.carry = nil
+			}
 			return nil
+		}
+		if errors.Is(err, store.ErrTooLarge) && c.carrying {
+			// The ends' answers make the record too large: it goes without them, and the
+			// ends are this node's alone to report.
+			c.el.log.Warn("a record is too large to carry its questions' ends; its node alone reports them", "id", c.id)
+			c.noEnds = true
+			continue
 		}
 		if errors.Is(err, store.ErrExists) && c.rec == nil && try < 4 {
 			cur, gerr := c.el.read(ctx, c.owner, c.id, true)
@@ -303,7 +321,7 @@ func (c *call) recordHand(ctx context.Context, pr elicitation.Prompt, n int, r r
 func (c *call) handChange(pr elicitation.Prompt, sum string, n int, out json.RawMessage) func(*store.Record) error {
 	snap, asks := pr.Elicitation.Snapshot(), c.asks
 	return func(rec *store.Record) error {
-		rec.Handed, rec.Prompt, rec.Outcome = n, sum, out
+		rec.Handed, rec.Prompt, rec.Outcome, rec.Ends = n, sum, out, c.carried(out)
 		rec.Due, rec.Deadline = snap.Deadline, snap.Deadline.Add(c.el.retention())
 		rec.Question, rec.Title, rec.Attempts, rec.Asks = snap.ID, snap.Title, pr.Attempt, asks
 		return nil
@@ -440,7 +458,7 @@ func (c *call) recordEnd(ctx context.Context, r result) error {
 	until := c.el.clk.Now().Add(c.el.retention())
 	end := func(out json.RawMessage) error {
 		return c.write(ctx, func(rec *store.Record) error {
-			rec.State, rec.Outcome, rec.Deadline = "ended", out, until
+			rec.State, rec.Outcome, rec.Ends, rec.Deadline = "ended", out, c.carried(out), until
 			return nil
 		})
 	}

@@ -62,6 +62,11 @@ func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n
 	end := Ending{QuestionID: e.ID(), Key: key, Tool: o.Tool, Template: q.Template, Owner: store.OwnerDigest(c.owner),
 		State: o.State, Reason: o.Reason, Attempts: o.Attempts, Created: o.Created, Ended: o.Ended}
 	end.Answers, end.Sensitive = leaving(q.Form, o.Data)
+	if c.pull && el.store != nil {
+		// The call's next write that records an outcome carries it: a node serving that
+		// outcome to a resend reports it too (outbox.go).
+		c.carryEnd(end)
+	}
 	if c.pull && c.endDue(end) {
 		return // told once the answer's claim is recorded: not if another node took the call over
 	}

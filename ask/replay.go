@@ -68,6 +68,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 			if err != nil {
 				return fail(Errorf(CodeFailed, "unreadable_record", "the recorded result does not decode: %v", err))
 			}
+			el.reportRecorded(rec) // its node may never have: its write's answer lost, or it died
 			return r
 		case !resend && st.Round <= rec.Claimed:
 			return fail(errUsed)
@@ -82,6 +83,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 			if err != nil {
 				return fail(Errorf(CodeFailed, "unreadable_record", "the recorded result does not decode: %v", err))
 			}
+			el.reportRecorded(rec)
 			return r
 		case rec.State == "ended":
 			return fail(stateError("finished", "that question has already ended; call the tool again without requestState"))
@@ -140,7 +142,7 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 		if err != nil {
 			return fail(stateError("unreadable_response", "inputResponses[%q] does not encode: %v", inputKey(st.Round), err)), nil
 		}
-		next.Claimed, next.ClaimSum, next.Outcome = st.Round, sum, nil
+		next.Claimed, next.ClaimSum, next.Outcome, next.Ends = st.Round, sum, nil, nil
 		next.Log = append(slices.Clip(rec.Log), store.Round{Prompt: rec.Prompt, Answers: raw, At: el.clk.Now()})
 	}
 	c := el.newCall(req, rec.Owner, rec.ID, true)

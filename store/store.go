@@ -212,6 +212,12 @@ type Record struct {
 	// Outcome is what the last claimed round answered the client, recorded once known, so
 	// that an identical resend gets it again on any node.
 	Outcome json.RawMessage `json:"outcome,omitempty"`
+	// Ends are the ends of the call's questions that came with Outcome (answered, timed out
+	// or cancelled since the round before), as the writer encoded them for its OnEnd: the
+	// write that records an outcome carries them, so that a node serving Outcome to a resend
+	// reports them, though the node that wrote it never learnt its write landed, or died.
+	// They hold only what may leave the question (never an answer asked on the page).
+	Ends json.RawMessage `json:"ends,omitempty"`
 	// Prompt is the digest of the prompt of the round handed out (Handed), and ClaimSum the
 	// digest of the response that claimed the last claimed round: a resend with the same
 	// response is the same request again, one with another is a second use.

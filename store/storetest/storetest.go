@@ -170,6 +170,7 @@ func Sample(owner, id string, created, deadline time.Time) store.Record {
 		Handed: 3, Claimed: 3, Attempts: 1, State: "active",
 		Log:     []store.Round{round(1), round(2), round(3)},
 		Outcome: json.RawMessage(`{"content":[{"type":"text","text":"shipment 1Z999AA10123456784 booked"}],"isError":false}`),
+		Ends:    json.RawMessage(`[{"id":"q-1","key":"c-1_q1","state":"completed","answers":{"weight":2.5}}]`),
 		Page:    &store.PageLink{TokenHash: strings.Repeat("cd", 32), BoundHash: strings.Repeat("ef", 32), CSRF: "Q2SRF4TOKEN7XYZ"},
 	}
 }
