@@ -159,11 +159,11 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		}
 		defer stop()
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	logger := slog.New(cfg.logHandler(stderr, cfg.logLevel))
 	opts := cfg.options()
 	opts.Logger = logger
 	// The SDK narrates every connection at info level; keep it to warnings unless debugging.
-	opts.SDKLogger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: max(cfg.logLevel, slog.LevelWarn)}))
+	opts.SDKLogger = slog.New(cfg.logHandler(stderr, max(cfg.logLevel, slog.LevelWarn)))
 	if cfg.logLevel <= slog.LevelDebug {
 		opts.SDKLogger = logger
 	}
@@ -332,6 +332,7 @@ type config struct {
 	keepalive      time.Duration
 	pullIdle       time.Duration
 	logLevel       slog.Level
+	logJSON        bool // --log-format json
 	stateKey       string
 	version        bool
 	conformance    bool
@@ -345,6 +346,16 @@ type config struct {
 	webhooks       webhookConfig
 	templates      templateConfig
 	metricsAddr    string // --metrics-listen: "" serves no metrics
+}
+
+// logHandler writes log records at level and above to w: slog's text lines (key=value), or
+// with --log-format json one JSON object a line, with the same keys (time, level, msg, and
+// each record's own).
+func (c config) logHandler(w io.Writer, level slog.Level) slog.Handler {
+	if c.logJSON {
+		return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+	}
+	return slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
 }
 
 func (c config) options() options {
@@ -500,6 +511,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"metrics-listen", "ELICITD_METRICS_LISTEN", "serve Prometheus metrics (/metrics) and the probes (/healthz, /readyz) on this host:port, a loopback or private address (off by default)", "", func(s string) error {
 			c.metricsAddr = s
 			return checkMetricsAddr(s)
+		}},
+		{"log-format", "ELICITD_LOG_FORMAT", "text (key=value lines) or json (one JSON object a line, the same keys)", "text", func(s string) error {
+			switch s {
+			case "text", "json":
+				c.logJSON = s == "json"
+				return nil
+			}
+			return fmt.Errorf("must be text or json, got %q", s)
 		}},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {

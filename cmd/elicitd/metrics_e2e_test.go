@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -21,7 +22,7 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-var servingMetrics = regexp.MustCompile(`msg="serving metrics and probes" address=(\S+)`)
+var servingMetrics = regexp.MustCompile(`msg(?:=|":")"?serving metrics and probes"?,? ?"?address(?:=|":")([^\s"]+)`)
 
 // metricsURL is where s, started with --metrics-listen, serves its metrics listener.
 func metricsURL(t *testing.T, s *httpServer) string {
@@ -183,4 +184,42 @@ func operationsMetrics(t *testing.T) map[string][]string {
 	}
 	require.NotEmpty(t, out, "docs/operations.md has a metrics table")
 	return out
+}
+
+// With --log-format json every line elicitd writes is one JSON object with time, level and
+// msg, the keys of the text format, and never what the person typed.
+func TestJSONLogsAreOneObjectALine(t *testing.T) {
+	s := startHTTPWith(t, []string{"--log-format", "json", "--store", "embedded", "--data-dir", t.TempDir(), "--metrics-listen", "127.0.0.1:0"})
+	args := map[string]any{"message": "Who?", "form": nameForm}
+	cs := pullByHand(t, s, nil, nil)
+	first, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args})
+	require.NoError(t, err)
+	done, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args, RequestState: first.RequestState,
+		InputResponses: mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Lovelace"}}}})
+	require.NoError(t, err)
+	require.Equal(t, "completed", structured(t, done)["status"])
+	require.NoError(t, s.stop(t)) // every line written
+
+	out := s.stderr.String()
+	assert.NotContains(t, out, "Lovelace", "answers are never logged")
+	var finished map[string]any
+	lines := strings.Split(strings.TrimSuffix(out, "\n"), "\n")
+	require.Greater(t, len(lines), 3, out)
+	for _, line := range lines {
+		var rec map[string]any
+		if !assert.NoError(t, json.Unmarshal([]byte(line), &rec), "not one JSON object: %q", line) {
+			continue
+		}
+		for _, k := range []string{"time", "level", "msg"} {
+			assert.Contains(t, rec, k, line)
+		}
+		if rec["msg"] == "elicitation finished" {
+			finished = rec
+		}
+	}
+	require.NotNil(t, finished, "the question's end is logged")
+	for _, k := range []string{"id", "tool", "state", "reason", "attempts", "rounds", "duration"} {
+		assert.Contains(t, finished, k, "the keys of the text format")
+	}
+	assert.Equal(t, "completed", finished["state"])
 }
