@@ -160,6 +160,99 @@ func TestMetricsCountKnownQuestionsInBothEras(t *testing.T) {
 		exposed[name] = labels
 	}
 	assert.Equal(t, documented, exposed, "docs/operations.md's metrics table against /metrics")
+
+	// Every query of the Grafana dashboard names metrics /metrics exposes.
+	for _, expr := range dashboardQueries(t) {
+		names := promqlMetrics(expr)
+		assert.NotEmpty(t, names, "the dashboard's query %q names no metric", expr)
+		for _, name := range names {
+			assert.True(t, exposes(families, name), "the dashboard's query %q names %s, which elicitd does not expose", expr, name)
+		}
+	}
+}
+
+// exposes reports whether families has the series name: a family's own, or a histogram's
+// _bucket, _sum or _count.
+func exposes(families map[string]*dto.MetricFamily, name string) bool {
+	if _, ok := families[name]; ok {
+		return true
+	}
+	for _, suffix := range []string{"_bucket", "_sum", "_count"} {
+		if f := families[strings.TrimSuffix(name, suffix)]; f != nil && strings.HasSuffix(name, suffix) && f.GetType() == dto.MetricType_HISTOGRAM {
+			return true
+		}
+	}
+	return false
+}
+
+// dashboardQueries are the PromQL expressions of docs/grafana-dashboard.json: its panels'
+// targets, and its variables' queries.
+func dashboardQueries(t *testing.T) []string {
+	t.Helper()
+	var d struct {
+		Panels []struct {
+			Targets []struct {
+				Expr string `json:"expr"`
+			} `json:"targets"`
+		} `json:"panels"`
+		Templating struct {
+			List []struct {
+				Definition string `json:"definition"`
+			} `json:"list"`
+		} `json:"templating"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(readDoc(t, "docs/grafana-dashboard.json")), &d), "the dashboard is JSON")
+	var out []string
+	for _, p := range d.Panels {
+		for _, tg := range p.Targets {
+			out = append(out, tg.Expr)
+		}
+	}
+	for _, v := range d.Templating.List {
+		// label_values(METRIC, LABEL): the metric alone is an expression.
+		if m := labelValues.FindStringSubmatch(v.Definition); m != nil {
+			out = append(out, m[1])
+		}
+	}
+	require.NotEmpty(t, out, "the dashboard has queries")
+	return out
+}
+
+var (
+	labelValues    = regexp.MustCompile(`^label_values\(([^,]+),`)
+	promqlStrings  = regexp.MustCompile(`"[^"]*"`)
+	promqlMatchers = regexp.MustCompile(`\{[^}]*\}|\[[^\]]*\]`)
+	promqlLists    = regexp.MustCompile(`\b(by|without|on|ignoring|group_left|group_right)\s*\([^)]*\)`)
+	promqlNames    = regexp.MustCompile(`[a-zA-Z_:][a-zA-Z0-9_:]*\s*\(?`)
+	promqlWords    = map[string]bool{"and": true, "or": true, "unless": true, "bool": true, "offset": true}
+)
+
+// promqlMetrics returns the metric names expr selects: its identifiers, less functions,
+// keywords, label matchers, ranges and grouping lists.
+func promqlMetrics(expr string) []string {
+	s := promqlStrings.ReplaceAllString(expr, `""`)
+	s = promqlMatchers.ReplaceAllString(s, " ")
+	s = promqlLists.ReplaceAllString(s, " ")
+	var names []string
+	for _, m := range promqlNames.FindAllString(s, -1) {
+		if strings.HasSuffix(m, "(") || promqlWords[strings.TrimSpace(m)] {
+			continue
+		}
+		names = append(names, strings.TrimSpace(m))
+	}
+	return names
+}
+
+func TestPromQLMetricsFindsTheSelectedMetrics(t *testing.T) {
+	t.Parallel()
+	for expr, want := range map[string][]string{
+		`elicitd_questions_open`: {"elicitd_questions_open"},
+		`histogram_quantile(0.99, sum by (le, op) (rate(elicitd_store_operation_duration_seconds_bucket{instance=~"$instance"}[$__rate_interval])))`: {"elicitd_store_operation_duration_seconds_bucket"},
+		`sum(rate(a_total{x="y(z)"}[5m])) / ignoring (k) sum(rate(b_total[5m])) > bool 0`:                                                            {"a_total", "b_total"},
+		`max(elicitd_webhook_outbox_entries) or vector(0)`:                                                                                           {"elicitd_webhook_outbox_entries"},
+	} {
+		assert.Equal(t, want, promqlMetrics(expr), expr)
+	}
 }
 
 var docMetric = regexp.MustCompile("^`(elicitd_[a-z_]+)`$")
