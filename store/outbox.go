@@ -44,7 +44,9 @@ type Outbox interface {
 }
 
 // OutboxLen is an Outbox that can say how many entries it holds: queued, waiting out a
-// retry's delay, or handed out and not yet acknowledged. Both implementations are.
+// retry's delay, or handed out and not yet acknowledged. An entry just acknowledged may
+// be counted for a moment more (a replicated stream drops it once its servers apply the
+// ack). Both implementations are.
 type OutboxLen interface {
 	Len(ctx context.Context) (int, error)
 }

@@ -527,5 +527,7 @@ func testOutboxLen(e *outboxEnv) {
 	d := e.take(b)
 	assert.Equal(e, 2, length(), "an event handed out and not acknowledged is still there")
 	require.NoError(e, d.Ack(e.ctx()))
-	assert.Equal(e, 1, length())
+	// A replicated stream drops the acknowledged entry once its servers apply the ack,
+	// a moment after the Ack returns: the count comes down within realSlack.
+	assert.Eventually(e, func() bool { return length() == 1 }, realSlack, 10*time.Millisecond, "an acknowledged event is gone")
 }
