@@ -134,6 +134,7 @@ type Elicitor struct {
 	moreStats    map[string]func() any
 	roster       *roster       // with a store and a relay: this node's open 2025-11-25 questions
 	swept        atomic.Int64  // questions of dead nodes this node ended
+	tally        tally         // what Counts returns
 	idPrefix     string        // the node's name and '-': call ids never repeat across restarts
 	callSeq      atomic.Uint64 // numbers the pull-era calls
 
@@ -457,7 +458,9 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		el.roster.add(e.ID(), spec.Tool, store.OwnerDigest(c.owner), el.clk.Now())
 		defer el.roster.remove(e.ID())
 	}
+	el.tally.start(spec.Tool, c.pull)
 	o := el.wait(ctx, c, e)
+	el.tally.end(spec.Tool, c.pull, o)
 	if c.pull {
 		c.setHow(o)
 	}

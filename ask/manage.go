@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"maps"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -141,9 +142,10 @@ func (el *Elicitor) readStats(_ context.Context, req *mcp.ReadResourceRequest) (
 		Elsewhere int     `json:"your_open_questions_on_other_nodes"`
 		Swept     int64   `json:"ended_for_dead_nodes"`
 	}{el.reg.Stats(), p50.Seconds(), p99.Seconds(), n, mine + elsewhere, elsewhere, el.swept.Load()}, "", "  ")
-	if err == nil && len(el.moreStats) > 0 {
+	if err == nil {
 		var all map[string]any
 		if err = json.Unmarshal(b, &all); err == nil {
+			maps.Copy(all, el.Counts().statsJSON())
 			for k, f := range el.moreStats {
 				all[k] = f()
 			}

@@ -93,7 +93,16 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		if !absent && rec.Node != el.node && el.relay != nil && rec.Node != silent {
 			r, err := el.forward(ctx, rec.Node, owner, req.Params)
 			if err == nil {
+				el.tally.forwarded(ForwardAnswered)
 				return r
+			}
+			switch {
+			case errors.Is(err, errSilent):
+				el.tally.forwarded(ForwardSilent)
+			case errors.Is(err, store.ErrNoNode) || errors.Is(err, errNotHeld):
+				el.tally.forwarded(ForwardGone)
+			default:
+				el.tally.forwarded(ForwardFailed)
 			}
 			if errors.Is(err, errSilent) {
 				// Frozen or cut off: taken over as if gone. Should the take-over lose to a
@@ -180,6 +189,7 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 	if absent {
 		from = "(not recorded)"
 	}
+	el.tally.takeOvers.Add(1)
 	el.log.Info("took a question over", "id", rec.ID, "from", from, "epoch", next.Epoch, "rounds", len(next.Log))
 	el.begin(ctx, c, start)
 	r := c.next(ctx)
@@ -238,11 +248,13 @@ func (c *call) replayRound(pr elicitation.Prompt) (r result, stop bool) {
 		return c.diverged(n, "its recorded answer does not decode"), true
 	}
 	_ = pr.Elicitation.Answer(toAnswer(pr.Round, &res, nil))
+	c.el.tally.replayedRounds.Add(1)
 	return result{}, false
 }
 
 // diverged ends a replayed call whose round n is not what its log says.
 func (c *call) diverged(n int, why string) result {
+	c.el.tally.divergences.Add(1)
 	r := fail(Errorf(CodeReplayDiverged, "replay_diverged",
 		"the question was taken over by another node, and replaying it went another way at round %d (%s); call the tool again without requestState", n, why))
 	if err := c.recordEnd(context.Background(), r); err != nil {

@@ -43,6 +43,14 @@ type Outbox interface {
 	Next(ctx context.Context) (Delivery, error)
 }
 
+// OutboxLen is an Outbox that can say how many entries it holds: queued, waiting out a
+// retry's delay, or handed out and not yet acknowledged. An entry just acknowledged may
+// be counted for a moment more (a replicated stream drops it once its servers apply the
+// ack). Both implementations are.
+type OutboxLen interface {
+	Len(ctx context.Context) (int, error)
+}
+
 // Delivery is one event handed out by Outbox.Next, to be settled once: by Ack or by Nak.
 // Settling it a second time fails with ErrSettled.
 type Delivery interface {

@@ -396,6 +396,17 @@ func (b *entries) add(ctx context.Context, ob store.Outbox) error {
 	return errors.Join(errs...)
 }
 
+// Backlog returns the outbox's entries not yet delivered (one per event and URL; see
+// store.OutboxLen); ok is false when the outbox cannot tell.
+func (d *Deliverer) Backlog(ctx context.Context) (n int, ok bool, err error) {
+	ol, ok := d.o.Outbox.(store.OutboxLen)
+	if !ok {
+		return 0, false, nil
+	}
+	n, err = ol.Len(ctx)
+	return n, true, err
+}
+
 // Stats returns the counts so far.
 func (d *Deliverer) Stats() Stats {
 	return Stats{Delivered: d.delivered.Load(), Retries: d.retries.Load(), Failures: d.failures.Load(), Lost: d.lost.Load()}

@@ -203,21 +203,27 @@ func timeout(t *testing.T) context.Context {
 
 func TestAskUserAccept(t *testing.T) {
 	for _, era := range eras {
-		t.Run(era.name, func(t *testing.T) {
-			var asked []string
-			h := start(t, clientSetup{version: era.version, elicit: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				asked = append(asked, req.Params.Message)
-				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "  Ada ", "junk": "dropped"}}, nil
-			}})
-			out, isErr := h.call(t, timeout(t), "ask_user", map[string]any{"message": "Who are you?", "form": nameForm})
-			require.False(t, isErr, "%v", out)
-			assert.Equal(t, "completed", out["status"])
-			assert.Equal(t, map[string]any{"name": "Ada"}, out["data"])
-			assert.EqualValues(t, 1, out["attempts"])
-			assert.Equal(t, []string{"Who are you?"}, asked)
-			assert.NotContains(t, h.stderr.String(), "Ada", "answers are never logged")
-		})
+		for _, format := range []string{"text", "json"} {
+			t.Run(era.name+"/"+format, func(t *testing.T) { askUserAccept(t, era.version, format) })
+		}
 	}
+}
+
+// askUserAccept asks a question that is answered, in a client of version, with logs in
+// format: whichever, the answer never reaches them.
+func askUserAccept(t *testing.T, version, format string) {
+	var asked []string
+	h := start(t, clientSetup{version: version, args: []string{"--log-format", format}, elicit: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		asked = append(asked, req.Params.Message)
+		return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "  Ada ", "junk": "dropped"}}, nil
+	}})
+	out, isErr := h.call(t, timeout(t), "ask_user", map[string]any{"message": "Who are you?", "form": nameForm})
+	require.False(t, isErr, "%v", out)
+	assert.Equal(t, "completed", out["status"])
+	assert.Equal(t, map[string]any{"name": "Ada"}, out["data"])
+	assert.EqualValues(t, 1, out["attempts"])
+	assert.Equal(t, []string{"Who are you?"}, asked)
+	assert.NotContains(t, h.stderr.String(), "Ada", "answers are never logged")
 }
 
 func TestAskUserInvalidThenValid(t *testing.T) {

@@ -190,10 +190,10 @@ func callerOwner(req *mcp.CallToolRequest) string {
 // requests hear SERVER_STOPPING, their questions left open in the store for another node),
 // ends every open push-era question with reason shutdown, so the waiting calls get their
 // results, and stops the listener.
-func serveHTTP(ctx context.Context, s *server, ln net.Listener, hc httpConfig, cl connLimits, log *slog.Logger) error {
-	caps := newSessionCaps(hc.maxPerCaller, hc.maxSessions, log)
-	var stopping atomic.Bool
-	hs := cl.server(probes(&stopping, s.opts.Store, s.httpHandler(hc, caps, log)), log)
+// caps counts the sessions; stopping is set as /readyz starts answering 503 (the metrics
+// listener's probes read it too).
+func serveHTTP(ctx context.Context, s *server, ln net.Listener, hc httpConfig, cl connLimits, caps *sessionCaps, stopping *atomic.Bool, log *slog.Logger) error {
+	hs := cl.server(probes(stopping, s.opts.Store, s.httpHandler(hc, caps, log)), log)
 	reclaimCtx, stopReclaim := context.WithCancel(ctx)
 	defer stopReclaim()
 	go caps.reclaim(reclaimCtx, 10*time.Second)

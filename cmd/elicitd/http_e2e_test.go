@@ -31,7 +31,8 @@ type httpServer struct {
 	exited chan error
 }
 
-var listening = regexp.MustCompile(`address=(\S+)`)
+// listening finds the address in a log line, text (address=A) or JSON ("address":"A").
+var listening = regexp.MustCompile(`address(?:=|":")([^\s"]+)`)
 
 // startHTTP starts elicitd --http on a free loopback port with env added, and waits until it
 // says where it listens. It is stopped with SIGTERM when the test ends.

@@ -22,6 +22,7 @@ import (
 	"runtime/pprof"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -158,11 +159,11 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		}
 		defer stop()
 	}
-	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: cfg.logLevel}))
+	logger := slog.New(cfg.logHandler(stderr, cfg.logLevel))
 	opts := cfg.options()
 	opts.Logger = logger
 	// The SDK narrates every connection at info level; keep it to warnings unless debugging.
-	opts.SDKLogger = slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: max(cfg.logLevel, slog.LevelWarn)}))
+	opts.SDKLogger = slog.New(cfg.logHandler(stderr, max(cfg.logLevel, slog.LevelWarn)))
 	if cfg.logLevel <= slog.LevelDebug {
 		opts.SDKLogger = logger
 	}
@@ -177,9 +178,13 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stderr, "elicitd: %v\n", err)
 		return 2
 	}
+	var storeCalls *storeMetrics
 	if st != nil {
 		defer st.Close()
-		opts.Store = st
+		if cfg.metricsAddr != "" {
+			storeCalls = newStoreMetrics()
+		}
+		opts.Store = measure(st, storeCalls)
 		logger.Info("questions are kept in the store", "store", cfg.store.kind, "data_dir", cfg.store.dataDir)
 	}
 	hooks, err := startWebhooks(context.Background(), cfg.webhooks, st, logger)
@@ -198,8 +203,18 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		opts.OnEnd, opts.MoreStats = webhookOnEnd(hooks, logger), map[string]func() any{"webhooks": webhookStats(hooks)}
 		logger.Info("question ends are sent to webhooks", "urls", len(cfg.webhooks.urls), "answers", cfg.webhooks.answers)
 	}
+	var mx *metricsSetup
+	if cfg.metricsAddr != "" {
+		ln, err := net.Listen("tcp", cfg.metricsAddr)
+		if err != nil {
+			fmt.Fprintf(stderr, "elicitd: --metrics-listen: %v\n", err)
+			return 1
+		}
+		mx = &metricsSetup{ln: ln, src: metricSources{store: storeCalls, webhooks: hooks, maxHeld: cfg.page.maxHeld}, conn: cfg.page.conn, log: logger}
+		defer mx.stop()
+	}
 	if cfg.http.addr != "" {
-		return runHTTP(cfg, opts, logger, stderr)
+		return runHTTP(cfg, opts, logger, stderr, mx)
 	}
 	pages := newPageOnDemand(cfg.page, logger)
 	defer pages.close()
@@ -210,6 +225,11 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	// goroutine, and a longer requestState each way).
 	opts.RecordBehind = cfg.store.kind != "memory"
 	srv := newServer(opts, version)
+	var stopping atomic.Bool // /readyz on the metrics listener: 503 once a signal came
+	if mx != nil {
+		mx.src.el, mx.src.pages = srv.el, pages.pages
+		mx.serve(&stopping, opts.Store)
+	}
 
 	sigs := make(chan os.Signal, 1)
 	signal.Notify(sigs, syscall.SIGINT, syscall.SIGTERM)
@@ -246,6 +266,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		_ = srv.close(ctx, elicitation.ClientGone)
 		return 0
 	case sig := <-sigs:
+		stopping.Store(true)
 		logger.Info("shutting down", "signal", sig.String())
 		deadline := time.Now().Add(exitWithin)
 		ctx, cancel := context.WithTimeout(context.Background(), shutdownWithin)
@@ -272,7 +293,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 }
 
 // runHTTP serves Streamable HTTP until SIGINT or SIGTERM.
-func runHTTP(cfg config, opts options, logger *slog.Logger, stderr io.Writer) int {
+func runHTTP(cfg config, opts options, logger *slog.Logger, stderr io.Writer, mx *metricsSetup) int {
 	ln, err := net.Listen("tcp", cfg.http.addr)
 	if err != nil {
 		fmt.Fprintf(stderr, "elicitd: %v\n", err)
@@ -285,9 +306,15 @@ func runHTTP(cfg config, opts options, logger *slog.Logger, stderr io.Writer) in
 		opts.Pages = page.New(cfg.page.options(func() (string, error) { return base, nil }, logger))
 	}
 	srv := newServer(opts, version)
+	caps := newSessionCaps(cfg.http.maxPerCaller, cfg.http.maxSessions, logger)
+	var stopping atomic.Bool
+	if mx != nil {
+		mx.src.el, mx.src.pages, mx.src.sessions = srv.el, opts.Pages, caps
+		mx.serve(&stopping, opts.Store)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGINT, syscall.SIGTERM)
 	defer stop()
-	if err := serveHTTP(ctx, srv, ln, cfg.http, cfg.page.conn, logger); err != nil {
+	if err := serveHTTP(ctx, srv, ln, cfg.http, cfg.page.conn, caps, &stopping, logger); err != nil {
 		logger.Error("HTTP server failed", "error", err.Error())
 		return 1
 	}
@@ -305,6 +332,7 @@ type config struct {
 	keepalive      time.Duration
 	pullIdle       time.Duration
 	logLevel       slog.Level
+	logJSON        bool // --log-format json
 	stateKey       string
 	version        bool
 	conformance    bool
@@ -317,6 +345,17 @@ type config struct {
 	cpuProfile     string
 	webhooks       webhookConfig
 	templates      templateConfig
+	metricsAddr    string // --metrics-listen: "" serves no metrics
+}
+
+// logHandler writes log records at level and above to w: slog's text lines (key=value), or
+// with --log-format json one JSON object a line, with the same keys (time, level, msg, and
+// each record's own).
+func (c config) logHandler(w io.Writer, level slog.Level) slog.Handler {
+	if c.logJSON {
+		return slog.NewJSONHandler(w, &slog.HandlerOptions{Level: level})
+	}
+	return slog.NewTextHandler(w, &slog.HandlerOptions{Level: level})
 }
 
 func (c config) options() options {
@@ -469,6 +508,18 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"webhook-answers", "ELICITD_WEBHOOK_ANSWERS", "with --webhook: put the answers in the events (never those of sensitive fields, passwords or files)", "false", boolean(&c.webhooks.answers)},
 		{"webhook-allow-private", "ELICITD_WEBHOOK_ALLOW_PRIVATE", "with --webhook: allow http:// and receivers on loopback or private addresses (a receiver on this machine or network)", "false", boolean(&c.webhooks.allowPrivate)},
 		{"cpu-profile", "ELICITD_CPU_PROFILE", "write a Go CPU profile (go tool pprof) of the whole run to this file, for performance reports; it is complete once elicitd has exited", "", text(&c.cpuProfile)},
+		{"metrics-listen", "ELICITD_METRICS_LISTEN", "serve Prometheus metrics (/metrics) and the probes (/healthz, /readyz) on this host:port, a loopback or private address (off by default)", "", func(s string) error {
+			c.metricsAddr = s
+			return checkMetricsAddr(s)
+		}},
+		{"log-format", "ELICITD_LOG_FORMAT", "text (key=value lines) or json (one JSON object a line, the same keys)", "text", func(s string) error {
+			switch s {
+			case "text", "json":
+				c.logJSON = s == "json"
+				return nil
+			}
+			return fmt.Errorf("must be text or json, got %q", s)
+		}},
 		{"log-level", "ELICITD_LOG_LEVEL", "debug, info, warn or error", "info", func(s string) error {
 			if err := c.logLevel.UnmarshalText([]byte(s)); err != nil {
 				return fmt.Errorf("must be debug, info, warn or error, got %q", s)

@@ -35,6 +35,8 @@ type sessionCaps struct {
 	live  map[string]int // by caller
 	all   int
 	ended int // since reclaim last looked
+	// initializes refused, by the cap they would pass: per caller, in all
+	refusedCaller, refusedAll uint64
 }
 
 // reclaimAfter is how many sessions must have ended since reclaim last looked for it to hand
@@ -102,15 +104,24 @@ func (sc *sessionCaps) admit(caller string) error {
 	defer sc.mu.Unlock()
 	switch {
 	case sc.live[caller] >= sc.perCaller:
+		sc.refusedCaller++
 		return &jsonrpc.Error{Code: CodeTooManySessions, Message: fmt.Sprintf(
 			"too many sessions: this caller has %d open, the most it may (--max-sessions-per-caller); close one (DELETE) or reuse it, or wait for idle ones to end (--session-idle)", sc.live[caller])}
 	case sc.all >= sc.total:
+		sc.refusedAll++
 		return &jsonrpc.Error{Code: CodeTooManySessions, Message: fmt.Sprintf(
 			"too many sessions: the server has %d open, the most it may (--max-sessions); retry later", sc.all)}
 	}
 	sc.live[caller]++
 	sc.all++
 	return nil
+}
+
+// counts returns the live sessions, and the initializes refused by each cap so far.
+func (sc *sessionCaps) counts() (open int, refusedCaller, refusedAll uint64) {
+	sc.mu.Lock()
+	defer sc.mu.Unlock()
+	return sc.all, sc.refusedCaller, sc.refusedAll
 }
 
 func (sc *sessionCaps) release(caller string) {

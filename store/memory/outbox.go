@@ -235,6 +235,14 @@ type Pending struct {
 	Ready   time.Time // when it may be handed out (again): its nak delay's end, or AckWait's when Held
 }
 
+// Len returns how many events are queued, those past MaxAge dropped first.
+func (b *Outbox) Len(context.Context) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.sweep(b.clk.Now())
+	return len(b.queue), nil
+}
+
 // Pending returns the queued events, oldest first, those past MaxAge dropped first.
 func (b *Outbox) Pending() []Pending {
 	b.mu.Lock()

@@ -135,6 +135,21 @@ func (b *outbox) openStream(ctx context.Context) error {
 	return err
 }
 
+// Len returns the entries in the outbox's stream: a work queue, from which an entry goes
+// once acknowledged. It asks the stream's leader (one round trip).
+func (b *outbox) Len(ctx context.Context) (int, error) {
+	ctx, cancel, err := b.s.begin(ctx)
+	if err != nil {
+		return 0, err
+	}
+	defer cancel()
+	st, err := b.s.js.Stream(ctx, b.stream)
+	if err != nil {
+		return 0, fmt.Errorf("store: outbox %s: %w", b.o.Name, classify(err))
+	}
+	return int(st.CachedInfo().State.Msgs), nil
+}
+
 // Add publishes the event with its id as Nats-Msg-Id; a duplicate is not an error. While
 // the stream has no leader to answer (an election, a quorum being restored: "no
 // responders"), the client publishes again every 250 ms until ctx ends (OpTimeout if it

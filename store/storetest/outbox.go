@@ -54,6 +54,7 @@ func RunOutbox(t *testing.T, newOutbox OutboxFactory) {
 		{"DedupeWindowEnds", store.OutboxOptions{MaxBytes: 1 << 20, DedupeWindow: time.Second}, testOutboxDedupeWindow},
 		{"NextEndsWithItsContext", small, testOutboxNextContext},
 		{"ManyWaitingRetriesBlockNothing", store.OutboxOptions{MaxBytes: 8 << 20}, testOutboxManyWaiting},
+		{"LenCountsUntilAck", small, testOutboxLen},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -502,4 +503,31 @@ func testOutboxNextContext(e *outboxEnv) {
 	}()
 	cancel()
 	require.ErrorIs(e, <-errs, context.Canceled)
+}
+
+// testOutboxLen: an outbox that tells its length (store.OutboxLen, the webhook backlog the
+// metrics show) counts an event from its Add until its Ack, held or waiting meanwhile.
+func testOutboxLen(e *outboxEnv) {
+	b := e.h.Open()
+	ol, ok := b.(store.OutboxLen)
+	if !ok {
+		e.Skip("this outbox does not tell its length")
+	}
+	length := func() int {
+		e.Helper()
+		n, err := ol.Len(e.ctx())
+		require.NoError(e, err)
+		return n
+	}
+	assert.Equal(e, 0, length())
+	e.add(b, "len-1")
+	e.add(b, "len-2")
+	e.add(b, "len-1") // the same event again: one entry
+	assert.Equal(e, 2, length())
+	d := e.take(b)
+	assert.Equal(e, 2, length(), "an event handed out and not acknowledged is still there")
+	require.NoError(e, d.Ack(e.ctx()))
+	// A replicated stream drops the acknowledged entry once its servers apply the ack,
+	// a moment after the Ack returns: the count comes down within realSlack.
+	assert.Eventually(e, func() bool { return length() == 1 }, realSlack, 10*time.Millisecond, "an acknowledged event is gone")
 }
