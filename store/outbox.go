@@ -38,7 +38,10 @@ type Outbox interface {
 	// stored (or found already added), never waiting for a delivery.
 	Add(ctx context.Context, id string, payload []byte) error
 	// Next waits until an event is ready and hands it to this caller alone; it returns
-	// ctx's error when ctx ends first, ErrUnavailable when the store cannot be reached.
+	// ctx's error when ctx ends first, ErrUnavailable when the store cannot be reached. An
+	// event that comes as ctx ends is handed out, or left for the next Next at once: never
+	// held by a Next that has returned (natsstore's waits for its pull request to end, a
+	// second at most, so that JetStream hands it nothing once nobody reads it).
 	// Safe for concurrent use: each concurrent caller gets another event.
 	Next(ctx context.Context) (Delivery, error)
 }

@@ -415,7 +415,8 @@ func (d *Deliverer) Stats() Stats {
 // Stop stops taking events and waits for the deliveries under way to end, and for the
 // events Queue is still adding, until ctx ends; then it cuts the deliveries short, hands
 // their events back to the outbox at once (for another node, or the next start), ends
-// Queue's tries (their events are lost), and waits for its goroutines to return. It
+// Queue's tries (their events are lost), and waits for its goroutines to return (each
+// worker's Outbox.Next: a NATS outbox's waits for its pull to end, a second at most). It
 // returns ctx's error if it had to cut something short. Events in the outbox stay there.
 // Calling Stop again waits again.
 func (d *Deliverer) Stop(ctx context.Context) error {

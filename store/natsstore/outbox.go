@@ -32,9 +32,8 @@ import (
 // On a cluster (Replicas 3), a write is acknowledged once a majority holds it, so an event
 // added is never lost with one server.
 
-// outboxPoll bounds one pull request: a pull left behind by a Next whose context ended
-// (the node stopping) can take a message for this long at most, which then waits out its
-// AckWait before another node gets it.
+// outboxPoll bounds one pull request, and so how long Next goes on once its context ended
+// (the node stopping), waiting for its pull to end.
 const outboxPoll = time.Second
 
 // minPoll is the shortest pull request Next makes: a context ending sooner is waited out.
@@ -177,7 +176,11 @@ func (b *outbox) Add(ctx context.Context, id string, payload []byte) error {
 }
 
 // Next pulls one message, one bounded pull request after another, until one comes or ctx
-// ends.
+// ends. A pull request is never left behind: JetStream would hand it a message added
+// meanwhile (by any node) with nobody reading it, and the message would wait out its
+// AckWait (a minute) before another pull got it. So the pull is not tied to ctx: when ctx
+// ends, Next waits for the pull to end (outboxPoll at most) and hands back at once what it
+// brought.
 func (b *outbox) Next(ctx context.Context) (store.Delivery, error) {
 	for {
 		// Fail at once when closed or not connected, as every call of the store does.
@@ -186,24 +189,35 @@ func (b *outbox) Next(ctx context.Context) (store.Delivery, error) {
 			return nil, err
 		}
 		cancel()
-		pctx, cancel := context.WithTimeout(ctx, outboxPoll)
-		if dl, _ := pctx.Deadline(); time.Until(dl) < minPoll {
-			// Too short for a pull request (JetStream wants a positive expiry): wait it out.
-			<-pctx.Done()
-			cancel()
-			continue
+		wait := outboxPoll
+		if dl, ok := ctx.Deadline(); ok {
+			// Ending a tenth before ctx's deadline, so that what the pull brings comes
+			// before it, not to be handed back as ctx ends.
+			wait = min(wait, time.Until(dl)*9/10)
 		}
-		batch, err := b.cons.Fetch(1, jetstream.FetchContext(pctx))
+		if wait < minPoll {
+			// ctx's deadline is too near for a pull request (JetStream wants a positive
+			// expiry): wait it out.
+			<-ctx.Done()
+			return nil, ctx.Err()
+		}
+		// The server ends the pull after wait (408), and the client then: the pull's end is
+		// what ends the batch, never the client alone.
+		batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(wait))
 		if err != nil {
-			cancel()
 			return nil, fmt.Errorf("store: outbox %s: %w", b.o.Name, classify(err))
 		}
 		var got jetstream.Msg
-		for m := range batch.Messages() { // until the fetch has ended: its goroutine with it
-			got = m
+		select {
+		case got = <-batch.Messages():
+		case <-ctx.Done():
+		}
+		for m := range batch.Messages() { // until the pull has ended: its goroutine with it
+			if got == nil {
+				got = m
+			}
 		}
 		ferr := batch.Error()
-		cancel()
 		if got != nil {
 			d, err := b.delivery(got)
 			if err != nil {

@@ -53,6 +53,7 @@ func RunOutbox(t *testing.T, newOutbox OutboxFactory) {
 		{"DroppedAfterMaxAge", store.OutboxOptions{MaxBytes: 1 << 20, MaxAge: 3 * time.Second, DedupeWindow: time.Second}, testOutboxMaxAge},
 		{"DedupeWindowEnds", store.OutboxOptions{MaxBytes: 1 << 20, DedupeWindow: time.Second}, testOutboxDedupeWindow},
 		{"NextEndsWithItsContext", small, testOutboxNextContext},
+		{"NextCutShortLosesNothing", small, testOutboxNextCutShort},
 		{"ManyWaitingRetriesBlockNothing", store.OutboxOptions{MaxBytes: 8 << 20}, testOutboxManyWaiting},
 		{"LenCountsUntilAck", small, testOutboxLen},
 	}
@@ -530,4 +531,49 @@ func testOutboxLen(e *outboxEnv) {
 	// A replicated stream drops the acknowledged entry once its servers apply the ack,
 	// a moment after the Ack returns: the count comes down within realSlack.
 	assert.Eventually(e, func() bool { return length() == 1 }, realSlack, 10*time.Millisecond, "an acknowledged event is gone")
+}
+
+// A Next whose context ends just as an event comes (a node stopping its deliverer while
+// another question's end is added) either hands the event out or leaves it for the next
+// Next at once: never held until the AckWait lapses (a minute), by a pull nobody reads.
+func testOutboxNextCutShort(e *outboxEnv) {
+	b, other := e.h.Open(), e.h.Open()
+	const rounds = 200
+	left := map[string]bool{}
+	for i := range rounds {
+		id := fmt.Sprintf("evt_%s_%d", NewID(), i)
+		left[id] = true
+		ctx, cancel := context.WithCancel(context.Background())
+		got := make(chan store.Delivery, 1)
+		go func() {
+			d, _ := b.Next(ctx)
+			got <- d
+		}()
+		// The Next's pull waits; its context ends from just before the event is added to
+		// just after (2 ms), a little later each round: somewhere in there, a pull left
+		// behind would take the event with nobody to read it.
+		time.Sleep(20 * time.Millisecond)
+		go func() {
+			time.Sleep(time.Duration(i%20) * 100 * time.Microsecond)
+			cancel()
+		}()
+		e.add(other, id)
+		if d := <-got; d != nil {
+			require.NoError(e, d.Ack(e.ctx()))
+			delete(left, d.ID())
+		}
+	}
+	// Far sooner than the AckWait: every event not handed out is there for the taking.
+	deadline := time.Now().Add(5 * time.Second)
+	for len(left) > 0 && time.Now().Before(deadline) {
+		ctx, cancel := context.WithDeadline(context.Background(), deadline)
+		d, err := other.Next(ctx)
+		cancel()
+		if err != nil {
+			break
+		}
+		require.NoError(e, d.Ack(e.ctx()))
+		delete(left, d.ID())
+	}
+	assert.Empty(e, left, "events held by a Next cut short, until the AckWait (%v)", e.o.AckWait)
 }
