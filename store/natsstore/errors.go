@@ -24,6 +24,7 @@ const (
 	codeInsufficientResources  = 10023                                              // the server's own JetStream limits
 	codeClusterNotAvailable    = 10008
 	codeStreamOffline          = 10118
+	codeMessageIDInProcess     = 10158 // a publish with this Nats-Msg-Id is still being processed
 	codeJetStreamNotEnabled    = jetstream.JSErrCodeJetStreamNotEnabled
 	codeJetStreamNotEnabledAcc = jetstream.JSErrCodeJetStreamNotEnabledForAccount
 )
@@ -55,6 +56,7 @@ func classify(err error) error {
 		case ae.ErrorCode == codeMessageExceedsMaximum:
 			return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
 		case ae.Code == 503, ae.ErrorCode == codeClusterNotAvailable, ae.ErrorCode == codeStreamOffline,
+			ae.ErrorCode == codeMessageIDInProcess,
 			ae.ErrorCode == codeJetStreamNotEnabled,
 			ae.ErrorCode == codeJetStreamNotEnabledAcc:
 			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)
