@@ -1,0 +1,92 @@
+package robustness
+
+import (
+	"testing"
+	"time"
+
+	"github.com/anishathalye/porcupine"
+	"github.com/stretchr/testify/assert"
+)
+
+// The checker's own tests: it passes the histories a correct cluster may give, and fails
+// those the issue's table saw.
+
+func op(call, ret int64, round int, resp string, out opOutput) porcupine.Operation {
+	return porcupine.Operation{Input: opInput{Round: round, Resp: resp}, Call: call, Output: out, Return: ret}
+}
+
+var (
+	round2   = opOutput{Kind: outNext, Round: 2, Digest: "age"}
+	done     = opOutput{Kind: outFinal, Digest: "completed"}
+	unknown  = opOutput{Kind: outUnknown}
+	used     = opOutput{Kind: outError, Digest: "INVALID_REQUEST_STATE/used"}
+	stale    = opOutput{Kind: outError, Digest: "INVALID_REQUEST_STATE/stale_round"}
+	finished = opOutput{Kind: outError, Digest: "INVALID_REQUEST_STATE/finished"}
+)
+
+func TestTheCheckerPassesWhatACorrectClusterMayDo(t *testing.T) {
+	for name, h := range map[string][]porcupine.Operation{
+		"straight": {op(1, 2, 1, "a", round2), op(3, 4, 2, "b", done)},
+		"a lost reply, then the identical resend": {
+			op(1, never, 1, "a", unknown), op(3, 4, 1, "a", round2), op(5, 6, 2, "b", done)},
+		"a lost request that never landed": {
+			op(1, never, 1, "a", unknown), op(3, 4, 1, "a", round2), op(5, 6, 2, "b", done)},
+		"a resend after the outcome gets it again": {
+			op(1, 2, 1, "a", round2), op(3, 4, 2, "b", done), op(5, 6, 2, "b", done), op(7, 8, 1, "a", round2)},
+		"another response to a used round": {
+			op(1, 2, 1, "a", round2), op(3, 4, 1, "z", used), op(5, 6, 2, "b", done)},
+		"two in flight at once, one wins": {
+			op(1, 5, 1, "a", round2), op(2, 4, 1, "z", used), op(6, 7, 2, "b", done)},
+		"two in flight at once, the later-sent wins": {
+			op(1, 5, 1, "a", used), op(2, 4, 1, "z", round2)},
+		"a timed-out request overtaken by its resend": {
+			op(1, never, 1, "a", unknown), op(2, 3, 1, "a", round2), op(4, never, 2, "b", unknown), op(5, 6, 2, "b", done)},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.Empty(t, checkLinearizable(h))
+		})
+	}
+}
+
+func TestTheCheckerFailsWhatTheIssueSaw(t *testing.T) {
+	for name, h := range map[string][]porcupine.Operation{
+		"an identical resend told used": {
+			op(1, never, 1, "a", unknown), op(3, 4, 1, "a", used)},
+		"an identical resend told stale_round": {
+			op(1, 2, 1, "a", round2), op(3, 4, 1, "a", stale)},
+		"a retry of the open round told finished": {
+			op(1, 2, 1, "a", round2), op(3, 4, 2, "b", finished)},
+		"a resend with another result": {
+			op(1, 2, 1, "a", round2), op(3, 4, 1, "a", opOutput{Kind: outNext, Round: 2, Digest: "age,name"})},
+		"two outcomes": {
+			op(1, 2, 1, "a", round2), op(3, 4, 2, "b", done), op(5, 6, 2, "b", opOutput{Kind: outFinal, Digest: "cancelled"})},
+		"a round claimed twice": {
+			op(1, 2, 1, "a", round2), op(3, 4, 1, "z", round2)},
+		"a round skipped": {
+			op(1, 2, 1, "a", opOutput{Kind: outNext, Round: 3, Digest: "age"})},
+	} {
+		t.Run(name, func(t *testing.T) {
+			assert.NotEmpty(t, checkLinearizable(h))
+		})
+	}
+}
+
+// Two push questions cut by two nodes stopping 6.5 s apart, each ended (shutdown) and its
+// event received, the later one's first in the receiver's order: each cut gets its own
+// end (a run failed with the first cut given the second's end, the second left unmatched).
+func TestTheCutsAreMatchedToTheirOwnEnds(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 2, 5, 23, 981e6, time.UTC)
+	cuts := []cut{
+		{key: "p1-q7", node: 1, at: t0.Add(415 * time.Millisecond), why: "map[reason:shutdown status:cancelled]", asked: t0.Add(-264 * time.Millisecond)},
+		{key: "p2-q39", node: 2, at: t0.Add(6719 * time.Millisecond), why: "map[reason:shutdown status:cancelled]", asked: t0.Add(6363 * time.Millisecond)},
+	}
+	ended := []event{
+		{ID: "evt_ZDPQ_ended", Outcome: "shutdown", Ended: t0.Add(6547 * time.Millisecond)},
+		{ID: "evt_T73G_ended", Outcome: "shutdown", Ended: t0},
+	}
+	unmatched, used, slowest, unrostered := matchCuts(cuts, ended, func(string) bool { return false })
+	assert.Empty(t, unmatched)
+	assert.Len(t, used, 2)
+	assert.Less(t, slowest, time.Second)
+	assert.Zero(t, unrostered)
+}
