@@ -56,13 +56,19 @@ func TestMain(m *testing.M) {
 	code := m.Run()
 	os.RemoveAll(dir)
 	if code == 0 {
-		if err := goleak.Find(); err != nil {
+		if err := goleak.Find(toxiproxyStubs); err != nil {
 			fmt.Fprintf(os.Stderr, "leaked goroutines: %v\n", err)
 			code = 1
 		}
 	}
 	os.Exit(code)
 }
+
+// toxiproxyStubs: toxiproxy v2.5.0 leaves a link's noop stub blocked on its output when a
+// toxic is taken off a link whose connection has closed meanwhile (toxics/noop.go); the
+// goroutine is the library's, holds no resource of ours, and is not a leak of the code under
+// test. Everything else is checked.
+var toxiproxyStubs = goleak.IgnoreTopFunction("github.com/Shopify/toxiproxy/v2/toxics.(*NoopToxic).Pipe")
 
 // freePort returns a loopback port nothing listens on now.
 func freePort(t testing.TB) int {
