@@ -85,16 +85,20 @@ func onlyID(t *testing.T, s store.Store) string {
 func TestAStaleReadIsNotTheAnswer(t *testing.T) {
 	for _, relay := range []bool{false, true} {
 		t.Run(fmt.Sprintf("relay %v", relay), func(t *testing.T) {
-			t.Run("a round handed out since", func(t *testing.T) {
-				s := &lagging{Store: memory.New(memory.Options{})}
+			// Two nodes on a store read through a lagging replica, and a question A asked.
+			start := func(t *testing.T) (s *lagging, a, b *clusterNode, first *mcp.CallToolResult, id string) {
+				s = &lagging{Store: memory.New(memory.Options{})}
 				var rl store.Relay
 				if relay {
 					rl = &memory.Relay{}
 				}
 				nodes := newCluster(t, 2, s, rl)
-				a, b := nodes[0], nodes[1]
-				first := a.call(t, "", 0, nil)
-				id := onlyID(t, s)
+				a, b = nodes[0], nodes[1]
+				first = a.call(t, "", 0, nil)
+				return s, a, b, first, onlyID(t, s)
+			}
+			t.Run("a round handed out since", func(t *testing.T) {
+				s, a, b, first, id := start(t)
 				s.lag(t, "caller:test", id, 1) // the replica has round 1 only
 				second := a.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
 				r, _ := asked(t, second)
@@ -104,15 +108,7 @@ func TestAStaleReadIsNotTheAnswer(t *testing.T) {
 				assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, p, "%v", p["reason"])
 			})
 			t.Run("a question created just now", func(t *testing.T) {
-				s := &lagging{Store: memory.New(memory.Options{})}
-				var rl store.Relay
-				if relay {
-					rl = &memory.Relay{}
-				}
-				nodes := newCluster(t, 2, s, rl)
-				a, b := nodes[0], nodes[1]
-				first := a.call(t, "", 0, nil)
-				id := onlyID(t, s)
+				s, _, b, first, id := start(t)
 				s.mu.Lock()
 				s.stale, s.left = map[string]*store.Record{id: nil}, 1 // not there yet on the replica
 				s.mu.Unlock()
