@@ -52,8 +52,10 @@ type Options struct {
 	// Keep it well under the outbox's AckWait.
 	Timeout time.Duration
 	// QueueWithin is how long Queue goes on adding an event the outbox could not take (the
-	// store unavailable, or an add that timed out), on Clock, from Queue's call: 1 minute by
-	// default. Past it, the event is lost (logged, and counted in Stats.Lost).
+	// store unavailable, or an add that timed out), on Clock, from Queue's call: 5 minutes by
+	// default (NATS losing its quorum twice in a row kept it out for over a minute in the
+	// robustness suite's long run; well inside the outbox's hour of id dedupe). Past it, the
+	// event is lost (logged, and counted in Stats.Lost).
 	QueueWithin time.Duration
 	// Logger gets a line for each retry and each event given up or lost (ids, URLs without
 	// their query, statuses; never a payload): nothing is logged if nil.
@@ -64,7 +66,7 @@ type Options struct {
 const (
 	DefaultWorkers     = 4
 	DefaultTimeout     = 10 * time.Second
-	DefaultQueueWithin = time.Minute
+	DefaultQueueWithin = 5 * time.Minute
 )
 
 // queueTry bounds one add of Queue's: the one its caller waits for, and each later one.

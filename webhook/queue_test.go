@@ -193,3 +193,24 @@ func TestStopEndsQueueTries(t *testing.T) {
 	assert.False(t, errors.Is(err, webhook.ErrQueuing), "no tries in the background after Stop")
 	assert.Equal(t, uint64(2), d.Stats().Lost)
 }
+
+// By default an event rides out a store outage of a few minutes: NATS losing its quorum
+// twice in a row kept the outbox out for over a minute in the robustness suite's long run,
+// and the 1-minute default lost the events of questions that ended then.
+func TestQueueRidesOutAnOutageOfMinutesByDefault(t *testing.T) {
+	t.Parallel()
+	mock := mockNow()
+	ob := &outageOutbox{Outbox: memOutbox(t, mock, store.OutboxOptions{}), clk: mock}
+	ob.setDown(func(string) bool { return true })
+	d := start(t, webhook.Options{URLs: []string{"http://127.0.0.1:1/a"}, Secret: webhook.NewSecret(), AllowPrivate: true,
+		Outbox: ob, Clock: mock})
+	qid := storetest.NewID()
+	require.ErrorIs(t, d.Queue(ending(qid, mock.Now())), webhook.ErrQueuing)
+	for range 18 { // 90 s out
+		mock.Add(5 * time.Second)
+	}
+	ob.setDown(func(string) bool { return false })
+	advanceUntil(t, mock, 100*time.Millisecond, func() bool { return len(ob.Pending()) == 1 || d.Stats().Lost > 0 }, "the event is added, or lost")
+	assert.Equal(t, uint64(0), d.Stats().Lost, "not lost")
+	assert.Len(t, ob.Pending(), 1, "added once the store is back")
+}

@@ -104,7 +104,7 @@ func webhookOnEnd(d *webhook.Deliverer, logger *slog.Logger) func(ask.Ending) {
 		switch err := d.Queue(end); {
 		case err == nil:
 		case errors.Is(err, webhook.ErrQueuing):
-			logger.Warn("the webhook event of a question that ended is not queued yet; it is added once the store is back, within a minute",
+			logger.Warn("the webhook event of a question that ended is not queued yet; it is added once the store is back, within five minutes",
 				"id", e.QuestionID, "tool", e.Tool, "error", err.Error())
 		default:
 			logger.Warn("the webhook event of a question that ended could not be queued", "id", e.QuestionID, "tool", e.Tool, "error", err.Error())
