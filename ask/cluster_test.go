@@ -358,9 +358,24 @@ func TestAReplayThatAsksSomethingElseEndsTheCall(t *testing.T) {
 // waiting there hears SERVER_STOPPING, and the same request sent to another node goes on
 // with the second question.
 func TestAStopBetweenTwoAsksLeavesTheCallOpen(t *testing.T) {
+	a, b, first, answer := stopBetweenAsks(t, clock.New(), false)
+	again := payload(t, a, first.RequestState, 1, answer)
+	assert.Equal(t, ask.CodeStopping, again["code"], "the identical resend, to the stopped node: %v", again)
+	r, params := asked(t, b.call(t, first.RequestState, 1, answer))
+	assert.Equal(t, 2, r, "the resend, on B, goes on with the second question")
+	assert.Equal(t, "And again?", params.Message)
+}
+
+// stopBetweenAsks runs a two-question tool on two nodes, A and B, and stops A while the
+// first run of its handler works between the questions (until its context ends; giveUp: it
+// then returns its context's error, else it asks the second question): the round in
+// flight on A must hear SERVER_STOPPING. It returns the nodes, the first round's result
+// and the answer sent to it.
+func stopBetweenAsks(t *testing.T, clk clock.Clock, giveUp bool) (a, b *clusterNode, first *mcp.CallToolResult, answer map[string]any) {
+	t.Helper()
 	between := make(chan struct{}, 1)
 	var blocked atomic.Bool // only the first run of the handler works until its node stops
-	nodes := newClusterWith(t, clock.New(), 2, memory.New(memory.Options{}), &memory.Relay{}, "twostep",
+	nodes := newClusterWith(t, clk, 2, memory.New(memory.Options{Clock: clk}), &memory.Relay{}, "twostep",
 		func(*ask.Elicitor) func(context.Context, json.RawMessage) (any, error) {
 			return func(ctx context.Context, _ json.RawMessage) (any, error) {
 				if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm}); err != nil {
@@ -369,22 +384,21 @@ func TestAStopBetweenTwoAsksLeavesTheCallOpen(t *testing.T) {
 				if blocked.CompareAndSwap(false, true) {
 					between <- struct{}{}
 					<-ctx.Done() // some work between the two questions, until the node stops
+					if giveUp {
+						return nil, context.Cause(ctx)
+					}
 				}
 				return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
 			}
 		})
-	a, b := nodes[0], nodes[1]
-	answer := map[string]any{"name": "Ada", "age": 30}
-	first := a.call(t, "", 0, nil)
+	a, b = nodes[0], nodes[1]
+	answer = map[string]any{"name": "Ada", "age": 30}
+	first = a.call(t, "", 0, nil)
 	waiting := make(chan map[string]any, 1)
 	go func() { waiting <- payload(t, a, first.RequestState, 1, answer) }()
 	<-between
 	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
 	p := <-waiting
 	assert.Equal(t, ask.CodeStopping, p["code"], "%v", p)
-	again := payload(t, a, first.RequestState, 1, answer)
-	assert.Equal(t, ask.CodeStopping, again["code"], "the identical resend, to the stopped node: %v", again)
-	r, params := asked(t, b.call(t, first.RequestState, 1, answer))
-	assert.Equal(t, 2, r, "the resend, on B, goes on with the second question")
-	assert.Equal(t, "And again?", params.Message)
+	return a, b, first, answer
 }

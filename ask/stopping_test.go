@@ -84,34 +84,9 @@ func TestAStoppingNodeAnswersPullCallsServerStopping(t *testing.T) {
 // in flight hears SERVER_STOPPING, and the same request sent to another node goes on with
 // the second question, never told the question has finished.
 func TestAHandlerCancelledByAStopLeavesTheCallOpen(t *testing.T) {
-	between := make(chan struct{})
-	var hold atomic.Bool // the first run works until its node stops
-	hold.Store(true)
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
-	nodes := newClusterWith(t, clk, 2, memory.New(memory.Options{Clock: clk}), &memory.Relay{}, "twostep",
-		func(*ask.Elicitor) func(context.Context, json.RawMessage) (any, error) {
-			return func(ctx context.Context, _ json.RawMessage) (any, error) {
-				if _, err := ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm}); err != nil {
-					return nil, err
-				}
-				if hold.CompareAndSwap(true, false) {
-					close(between)
-					<-ctx.Done()
-					return nil, context.Cause(ctx)
-				}
-				return ask.Ask(ctx, ask.Question{Message: "And again?", Form: personForm})
-			}
-		})
-	a, b := nodes[0], nodes[1]
-	answer := map[string]any{"name": "Ada", "age": 30}
-	first := a.call(t, "", 0, nil)
-	waiting := make(chan map[string]any, 1)
-	go func() { waiting <- payload(t, a, first.RequestState, 1, answer) }()
-	<-between
-	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
-	p := <-waiting
-	assert.Equal(t, ask.CodeStopping, p["code"], "%v", p)
+	_, b, first, answer := stopBetweenAsks(t, clk, true)
 	r, params := asked(t, b.call(t, first.RequestState, 1, answer))
 	assert.Equal(t, 2, r, "the resend, on B, goes on with the second question")
 	assert.Equal(t, "And again?", params.Message)

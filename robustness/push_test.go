@@ -8,7 +8,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -92,7 +91,6 @@ type pushLoad struct {
 	want      map[string]map[string]any
 	cuts      []cut
 	failures  []string
-	asked     atomic.Int64
 }
 
 func newPushLoad(nodes []*node) *pushLoad {
@@ -120,7 +118,6 @@ func (p *pushLoad) client(ctx context.Context, i int) {
 			if rounds == 1 {
 				asked = time.Now()
 			}
-			p.asked.Add(1)
 			// Valid at once: go-sdk's client checks an answer against the form's schema
 			// before it sends it, so a push client cannot send one the form refuses.
 			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada " + key, "age": 40}}, nil
