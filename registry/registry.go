@@ -3,8 +3,9 @@
 // behind, and shuts them all down. A finished elicitation leaves the registry the moment its
 // outcome is fixed, so memory follows the live count, never the history.
 //
-// The registry knows nothing of forms or tools: it holds *elicitation.Elicitation values and the
-// owner each belongs to.
+// The registry knows nothing of forms or tools: it holds Members (an *elicitation.Elicitation,
+// the live actor, or a question that hibernates between rounds: Hibernate) and the owner each
+// belongs to.
 package registry
 
 import (
@@ -84,14 +85,26 @@ type Registry struct {
 	totals  totals
 }
 
+// Member is one question the registry holds: its live actor, an *elicitation.Elicitation, or
+// what stands for it while it hibernates (Hibernate): no goroutine, its state elsewhere (a
+// store's record), woken by the next round or its deadline. Either way it is listed, counted
+// against the limits, cancelled and extended alike.
+type Member interface {
+	ID() string
+	Snapshot() elicitation.Snapshot
+	Cancel(reason elicitation.Reason) error
+	Extend(d time.Duration) (time.Time, error)
+}
+
 type entry struct {
-	e     *elicitation.Elicitation
+	m     Member
 	owner *owner
 	name  string
+	sleep Member // set by Hibernate: what takes the actor's place when it ends
 }
 
 type owner struct {
-	live    map[string]*elicitation.Elicitation
+	live    map[string]Member
 	limiter *rate.Limiter // nil when there is no per-owner limit
 }
 
@@ -151,7 +164,7 @@ func (r *Registry) Start(ownerID string, spec elicitation.Spec) (*elicitation.El
 		r.sweepOwners(now)
 	}
 	if o == nil {
-		o = &owner{live: make(map[string]*elicitation.Elicitation)}
+		o = &owner{live: make(map[string]Member)}
 		if r.rate > 0 {
 			o.limiter = rate.NewLimiter(r.rate, r.burst)
 		}
@@ -168,10 +181,84 @@ func (r *Registry) Start(ownerID string, spec elicitation.Spec) (*elicitation.El
 	if err != nil {
 		return nil, err // unreachable: spec was checked above
 	}
-	r.byID[id] = entry{e: e, owner: o, name: ownerID}
+	r.byID[id] = entry{m: e, owner: o, name: ownerID}
 	o.live[id] = e
 	r.totals.started++
 	return e, nil
+}
+
+// ErrTaken: Resume's id is held by another member.
+var ErrTaken = errors.New("registry: that id is held")
+
+// Resume starts the actor of a question asked before under id (it hibernated, or another
+// node asked it), for owner: it keeps its id, and it is not a new start, so neither the
+// owner's rate nor Stats' started counts it. Only a shut-down registry (ErrClosed) or
+// another member under id (ErrTaken) refuses it.
+func (r *Registry) Resume(ownerID, id string, spec elicitation.Spec) (*elicitation.Elicitation, error) {
+	if err := spec.Check(); err != nil {
+		return nil, err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return nil, ErrClosed
+	}
+	if _, taken := r.byID[id]; taken {
+		return nil, fmt.Errorf("%w: %q", ErrTaken, id)
+	}
+	o := r.byOwner[ownerID]
+	if o == nil {
+		o = &owner{live: make(map[string]Member)}
+		if r.rate > 0 {
+			o.limiter = rate.NewLimiter(r.rate, r.burst)
+		}
+		r.byOwner[ownerID] = o
+	}
+	e, err := elicitation.Start(id, spec, r.env)
+	if err != nil {
+		return nil, err // unreachable: spec was checked above
+	}
+	r.byID[id] = entry{m: e, owner: o, name: ownerID}
+	o.live[id] = e
+	return e, nil
+}
+
+// Hibernate makes s take the place of the live actor e when e ends: the caller then ends e
+// (cancels it), and e's end is not the question's (it is not counted, and OnEnd does not
+// hear it). s stays, listed and counted against the limits as e was, until Drop. It
+// reports false if e is not live here.
+func (r *Registry) Hibernate(e *elicitation.Elicitation, s Member) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	ent, ok := r.byID[e.ID()]
+	if !ok || ent.m != Member(e) || s.ID() != e.ID() {
+		return false
+	}
+	ent.sleep = s
+	r.byID[e.ID()] = ent
+	return true
+}
+
+// Drop removes s, a hibernating member (Hibernate), if it is still held: it was woken (its
+// actor resumes here or on another node), or, with o, its question ended so, which counts
+// and OnEnd hears as an actor's end. It reports whether s was held.
+func (r *Registry) Drop(s Member, o *elicitation.Outcome) bool {
+	r.mu.Lock()
+	ent, ok := r.byID[s.ID()]
+	if !ok || ent.m != s {
+		r.mu.Unlock()
+		return false
+	}
+	delete(r.byID, s.ID())
+	delete(ent.owner.live, s.ID())
+	if o != nil {
+		r.count(*o)
+	}
+	r.mu.Unlock()
+	if o != nil && r.onEnd != nil {
+		r.onEnd(ent.name, *o)
+	}
+	return true
 }
 
 // Admits reports whether Start for owner would pass the limits now, without starting
@@ -230,6 +317,13 @@ func (r *Registry) finished(o elicitation.Outcome) {
 		r.mu.Unlock()
 		return // unreachable: every actor the registry starts is in byID until it ends
 	}
+	if ent.sleep != nil {
+		// Hibernated: its stand-in takes its place; the question has not ended.
+		r.byID[o.ID] = entry{m: ent.sleep, owner: ent.owner, name: ent.name}
+		ent.owner.live[o.ID] = ent.sleep
+		r.mu.Unlock()
+		return
+	}
 	defer func() {
 		r.mu.Unlock()
 		if r.onEnd != nil {
@@ -238,6 +332,11 @@ func (r *Registry) finished(o elicitation.Outcome) {
 	}()
 	delete(r.byID, o.ID)
 	delete(ent.owner.live, o.ID)
+	r.count(o)
+}
+
+// count counts o, an end (r.mu held).
+func (r *Registry) count(o elicitation.Outcome) {
 	switch o.State {
 	case elicitation.Completed:
 		r.totals.completed++
@@ -258,14 +357,14 @@ func (r *Registry) Owner(id string) (owner string, ok bool) {
 
 // owned returns owner's live elicitation id; another owner's is not found, so the ids of
 // others cannot even be confirmed.
-func (r *Registry) owned(owner, id string) (*elicitation.Elicitation, error) {
+func (r *Registry) owned(owner, id string) (Member, error) {
 	r.mu.Lock()
 	ent, ok := r.byID[id]
 	r.mu.Unlock()
 	if !ok || ent.name != owner {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
-	return ent.e, nil
+	return ent.m, nil
 }
 
 // Len returns the number of live elicitations.
@@ -279,9 +378,9 @@ func (r *Registry) Len() int {
 // one of states when any are given.
 func (r *Registry) List(owner string, states ...elicitation.State) []elicitation.Snapshot {
 	r.mu.Lock()
-	var live []*elicitation.Elicitation
+	var live []Member
 	if o := r.byOwner[owner]; o != nil {
-		live = make([]*elicitation.Elicitation, 0, len(o.live))
+		live = make([]Member, 0, len(o.live))
 		for _, e := range o.live {
 			live = append(live, e)
 		}
@@ -329,7 +428,7 @@ func (r *Registry) CloseOwner(owner string) int {
 	r.mu.Lock()
 	o := r.byOwner[owner]
 	delete(r.byOwner, owner)
-	var live []*elicitation.Elicitation
+	var live []Member
 	if o != nil {
 		for _, e := range o.live {
 			live = append(live, e)
@@ -341,6 +440,8 @@ func (r *Registry) CloseOwner(owner string) int {
 
 // Shutdown refuses new starts, cancels every live elicitation with reason shutdown, and
 // waits until every actor goroutine has returned or ctx ends (then it returns ctx's error).
+// A hibernating member is not cancelled: its question lives where its state is (another
+// node, or this one started again, wakes it); it is dropped.
 func (r *Registry) Shutdown(ctx context.Context) error { return r.Close(ctx, elicitation.Shutdown) }
 
 // Close is Shutdown with another reason: ClientGone when the one client a server had has
@@ -350,8 +451,13 @@ func (r *Registry) Close(ctx context.Context, reason elicitation.Reason) error {
 	r.mu.Lock()
 	r.closed = true
 	live := make([]*elicitation.Elicitation, 0, len(r.byID))
-	for _, ent := range r.byID {
-		live = append(live, ent.e)
+	for id, ent := range r.byID {
+		if e, ok := ent.m.(*elicitation.Elicitation); ok {
+			live = append(live, e)
+			continue
+		}
+		delete(r.byID, id)
+		delete(ent.owner.live, id)
 	}
 	r.mu.Unlock()
 
@@ -369,7 +475,7 @@ func (r *Registry) Close(ctx context.Context, reason elicitation.Reason) error {
 }
 
 // cancelAll cancels each elicitation and counts those it ended (others had already ended).
-func cancelAll(live []*elicitation.Elicitation, reason elicitation.Reason) int {
+func cancelAll(live []Member, reason elicitation.Reason) int {
 	n := 0
 	for _, e := range live {
 		if e.Cancel(reason) == nil {

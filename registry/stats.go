@@ -19,9 +19,9 @@ func (r *Registry) Stats() Stats {
 	r.mu.Lock()
 	t := r.totals
 	owners := len(r.byOwner)
-	live := make([]*elicitation.Elicitation, 0, len(r.byID))
+	live := make([]Member, 0, len(r.byID))
 	for _, ent := range r.byID {
-		live = append(live, ent.e)
+		live = append(live, ent.m)
 	}
 	r.mu.Unlock()
 
