@@ -93,6 +93,7 @@ var ada = map[string]any{"name": "Ada", "age": 30}
 // retry's claim waits for that write, and is written on the revision it made. An
 // Elicitor's first call (nothing written yet) is recorded before its prompt goes out.
 func TestAFirstRoundGoesOutBeforeItsRecord(t *testing.T) {
+	awake(t) // of a call that keeps its handler between rounds: forwarded, and its writes counted
 	withRecordBehind(t)
 	for _, pure := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pure %v", pure), func(t *testing.T) {

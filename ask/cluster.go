@@ -175,6 +175,9 @@ func (el *Elicitor) serveOp(f forwarded) []byte {
 		} else {
 			out = map[string]any{"id": f.ID, "state": "cancelled"}
 		}
+	case "woke":
+		el.dropSleeper(f.Owner, f.ID, f.Call)
+		out = map[string]any{"id": f.ID}
 	case "extend":
 		if f.Seconds < 1 || f.Seconds > MaxExtendSeconds {
 			err = Errorf(CodeInvalidArgument, "seconds_out_of_range", "seconds must be between 1 and %d, got %d", MaxExtendSeconds, f.Seconds)

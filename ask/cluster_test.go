@@ -53,6 +53,16 @@ var recordBehind bool
 // nodeOptions, if set, changes the options of the clusters' node i (behind_test.go).
 var nodeOptions func(i int, o *ask.Options)
 
+// keepAwake has the clusters' calls keep their handlers between rounds (Options.KeepAwake):
+// for tests of forwarding, and of what a call that stays awake writes.
+var keepAwake bool
+
+// awake sets keepAwake for the test.
+func awake(t *testing.T) {
+	keepAwake = true
+	t.Cleanup(func() { keepAwake = false })
+}
+
 func newCluster(t *testing.T, n int, s store.Store, relay store.Relay) []*clusterNode {
 	return newClusterOn(t, clock.New(), n, s, relay)
 }
@@ -75,7 +85,7 @@ func newClusterWith(t *testing.T, clk clock.Clock, n int, s store.Store, relay s
 	for i := range n {
 		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
 		o := ask.Options{Clock: clk, Timeout: time.Minute, StateKey: key, Store: s, Relay: relay,
-			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }, RecordBehind: recordBehind}
+			Owner: func(*mcp.CallToolRequest) string { return "caller:test" }, RecordBehind: recordBehind, KeepAwake: keepAwake}
 		if nodeOptions != nil {
 			nodeOptions(i, &o)
 		}
@@ -127,8 +137,12 @@ func TestAQuestionMovesAcrossNodes(t *testing.T) {
 	for _, tc := range []struct {
 		name  string
 		relay store.Relay
-	}{{"forwarded", &memory.Relay{}}, {"taken over", nil}} {
+		awake bool
+	}{{"forwarded", &memory.Relay{}, true}, {"taken over", nil, true}, {"woken", &memory.Relay{}, false}} {
 		t.Run(tc.name, func(t *testing.T) {
+			if tc.awake {
+				awake(t)
+			}
 			nodes := newCluster(t, 3, memory.New(memory.Options{}), tc.relay)
 			a, b, c := nodes[0], nodes[1], nodes[2]
 
@@ -148,10 +162,23 @@ func TestAQuestionMovesAcrossNodes(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, map[string]any{"name": "Ada", "age": float64(36)}, out)
 
-			if tc.relay != nil {
+			switch {
+			case tc.name == "forwarded":
 				assert.Equal(t, []int32{1, 0, 0}, []int32{a.starts.Load(), b.starts.Load(), c.starts.Load()}, "forwarded: the handler ran once, on A")
-			} else {
-				assert.Equal(t, []int32{1, 1, 1}, []int32{a.starts.Load(), b.starts.Load(), c.starts.Load()}, "taken over by B, then by C")
+			default:
+				// Taken over by B, then by C; or, hibernating, woken on B, then on C, with
+				// no forward to the node that asked (it holds no goroutine to forward to).
+				assert.Equal(t, []int32{1, 1, 1}, []int32{a.starts.Load(), b.starts.Load(), c.starts.Load()}, "run on A, B, then C")
+			}
+			if tc.name == "woken" {
+				for _, n := range nodes {
+					for result, count := range n.el.Counts().Forwards {
+						assert.Zero(t, count, "nothing forwarded (%s)", result)
+					}
+				}
+				assert.EqualValues(t, 1, a.el.Counts().Hibernated, "A hibernated round 1")
+				assert.EqualValues(t, 1, b.el.Counts().Hibernated, "B hibernated round 2")
+				assert.EqualValues(t, 0, c.el.Counts().Hibernated, "C ended it")
 			}
 
 			// The winner's identical resend gets its outcome again, on any node; another

@@ -69,6 +69,9 @@ type Counts struct {
 	// ReplayedRounds the rounds their replays answered from the record; Divergences the
 	// replays that went another way than the record, and ended the call.
 	TakeOvers, ReplayedRounds, Divergences uint64
+	// Hibernated counts the rounds after which a call hibernated (hibernate.go): its
+	// goroutines ended, and the next round woke it by a replay, here or on another node.
+	Hibernated uint64
 	// Swept are the open questions of dead nodes this node ended client_gone.
 	Swept uint64
 }
@@ -106,6 +109,7 @@ type tally struct {
 
 	forwards                               [4]atomic.Uint64 // by forwardResults' index
 	takeOvers, replayedRounds, divergences atomic.Uint64
+	slept                                  atomic.Uint64 // calls that hibernated after a round
 }
 
 var answerBuckets = [...]float64{1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 86400}
@@ -191,6 +195,7 @@ func (el *Elicitor) Counts() Counts {
 		c.Forwards[r] = t.forwards[i].Load()
 	}
 	c.TakeOvers, c.ReplayedRounds, c.Divergences = t.takeOvers.Load(), t.replayedRounds.Load(), t.divergences.Load()
+	c.Hibernated = t.slept.Load()
 	c.Swept = uint64(max(el.swept.Load(), 0))
 	return c
 }
@@ -205,5 +210,6 @@ func (c Counts) statsJSON() map[string]any {
 		"take_overs":      c.TakeOvers,
 		"replayed_rounds": c.ReplayedRounds,
 		"divergences":     c.Divergences,
+		"hibernated":      c.Hibernated,
 	}
 }

@@ -213,6 +213,7 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 				}
 			}
 		}
+		r.Asleep = false // a write that hands out a round to sleep on says so (handChange)
 		claims := false
 		if c.pend != nil {
 			switch err := c.pend.apply(&r); {
@@ -319,9 +320,9 @@ func (c *call) recordHand(ctx context.Context, pr elicitation.Prompt, n int, r r
 // handChange is the change to c's record that round n, asking pr (digest sum), makes, out
 // what the round's request got (nil for the first).
 func (c *call) handChange(pr elicitation.Prompt, sum string, n int, out json.RawMessage) func(*store.Record) error {
-	snap, asks := pr.Elicitation.Snapshot(), c.asks
+	snap, asks, sleeps := pr.Elicitation.Snapshot(), c.asks, c.canSleep(pr)
 	return func(rec *store.Record) error {
-		rec.Handed, rec.Prompt, rec.Outcome, rec.Ends = n, sum, out, c.carried(out)
+		rec.Handed, rec.Prompt, rec.Outcome, rec.Ends, rec.Asleep = n, sum, out, c.carried(out), sleeps
 		rec.Due, rec.Deadline = snap.Deadline, snap.Deadline.Add(c.el.retention())
 		rec.Question, rec.Title, rec.Attempts, rec.Asks = snap.ID, snap.Title, pr.Attempt, asks
 		return nil
@@ -403,6 +404,8 @@ func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n in
 			c.standDown()
 		case err != nil:
 			c.el.log.Warn("a question's first round could not be recorded; its next step records it", "id", c.id, "error", err.Error())
+		case c.canSleep(pr):
+			c.sleep(pr, n)
 		}
 	}()
 }
@@ -532,9 +535,21 @@ func (c *call) retryRecord(ctx context.Context, round int) (result, bool) {
 	c.mu.Unlock()
 	if p.end {
 		c.el.forget(c, &p.r)
+	} else {
+		c.sleepAgain()
 	}
 	c.settle(round, p.r)
 	return p.r.own(), true
+}
+
+// sleepAgain hibernates c, whose round handed out is now recorded after all.
+func (c *call) sleepAgain() {
+	c.mu.Lock()
+	pr, n := c.asking, c.handed
+	c.mu.Unlock()
+	if pr.Elicitation != nil && c.canSleep(pr) {
+		c.sleep(pr, n)
+	}
 }
 
 // storeError is the tool error for a failed store step.

@@ -91,6 +91,11 @@ type Options struct {
 	// lets one question out before new ones are refused. Set it where one node serves each
 	// client (elicitd over stdio). Only replayable tools' form-mode first rounds go behind.
 	RecordBehind bool
+	// KeepAwake keeps a pull-era call's handler running between its rounds, parked in Ask,
+	// as calls without a store do. By default, with a Store, a Replayable tool's call
+	// hibernates once a round is handed out and recorded: no goroutine stays, and the next
+	// round replays the handler from the record on whichever node it reaches (hibernate.go).
+	KeepAwake bool
 	// Node names this Elicitor among those sharing Store: 1-64 letters, digits or '-',
 	// unique to each running process; random when empty (the usual choice).
 	Node string
@@ -127,6 +132,7 @@ type Elicitor struct {
 	// after a write behind failed).
 	recordBehind bool
 	syncFirst    atomic.Bool
+	hibernate    bool   // !Options.KeepAwake
 	node         string // this Elicitor's name among those sharing the store
 	stopRelay    func()
 	stopping     atomic.Bool  // Close has begun
@@ -182,7 +188,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	}
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
 		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: o.OnEnd, moreStats: o.MoreStats}
-	el.recordBehind = o.RecordBehind
+	el.recordBehind, el.hibernate = o.RecordBehind, !o.KeepAwake
 	el.pingEvery, el.pingWait = cmp.Or(o.PingEvery, DefaultPingEvery), cmp.Or(o.PingWait, DefaultPingWait)
 	el.syncFirst.Store(true)
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
@@ -448,7 +454,17 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		// ones were answered in time).
 		spec.Due = c.until
 	}
-	e, err := el.reg.Start(c.owner, spec)
+	// The question a replay reaches live goes on under its own id, already counted.
+	resumed := c.question != "" && c.asks == c.liveAsk
+	var e *elicitation.Elicitation
+	var err error
+	if resumed {
+		e, err = el.reg.Resume(c.owner, c.question, spec)
+	}
+	if !resumed || errors.Is(err, registry.ErrTaken) {
+		resumed = false
+		e, err = el.reg.Start(c.owner, spec)
+	}
 	if err != nil {
 		c.refused(err)
 		return elicitation.Outcome{}, startError(err)
@@ -458,8 +474,14 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		el.roster.add(e.ID(), spec.Tool, store.OwnerDigest(c.owner), el.clk.Now())
 		defer el.roster.remove(e.ID())
 	}
-	el.tally.start(spec.Tool, c.pull)
+	if !resumed {
+		el.tally.start(spec.Tool, c.pull)
+	}
 	o := el.wait(ctx, c, e)
+	if c.pull && c.asleep() {
+		// The call hibernated: the question goes on, in its record.
+		return elicitation.Outcome{}, errHibernated
+	}
 	el.tally.end(spec.Tool, c.pull, o)
 	if c.pull {
 		c.setHow(o)

@@ -33,6 +33,9 @@ type forwarded struct {
 	ID      string       `json:"id,omitempty"`
 	Seconds int          `json:"seconds,omitempty"`
 	Page    *pageRequest `json:"page,omitempty"`
+	// Call is the call whose question ID woke on the sending node ("woke": the sleeper
+	// here is dropped; hibernate.go).
+	Call string `json:"call,omitempty"`
 }
 
 // serveRelay has the relay, if any (Options.Relay, or the store's own), bring this node

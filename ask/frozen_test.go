@@ -114,6 +114,7 @@ func (r *frozenRelay) Send(ctx context.Context, node string, msg []byte) ([]byte
 // compare-and-set (it is fenced), it answers that it no longer holds the call, and it
 // reports no end of its own.
 func TestAFrozenOwnerIsTakenOver(t *testing.T) {
+	awake(t) // of a call that keeps its handler between rounds: forwarded, and its writes counted
 	for _, pure := range []bool{false, true} {
 		t.Run(map[bool]string{false: "claim first", true: "pure"}[pure], func(t *testing.T) {
 			pureTools = pure
@@ -181,6 +182,7 @@ func anyInts(p map[string]any) map[string]any {
 // clock, against a 1.5 s bound) is not taken over: its node answers every ping while the
 // handler works, and the handler runs once.
 func TestASlowForwardedRetryIsNotTakenOver(t *testing.T) {
+	awake(t) // of a call that keeps its handler between rounds: forwarded, and its writes counted
 	clk := clock.NewMock()
 	relay := &frozenRelay{}
 	working, release := make(chan struct{}, 1), make(chan struct{})

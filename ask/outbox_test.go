@@ -52,6 +52,7 @@ func (b *byKey) get() map[string][]ask.Ending {
 // answers: by B, from what the record carries. So too when A recorded the end and died
 // before its report left it (its OnEnd heard nothing that reached the outbox).
 func TestAnEndRecordedButUnheardIsReportedByTheNodeServingIt(t *testing.T) {
+	awake(t) // of a call that keeps its handler between rounds: forwarded, and its writes counted
 	for _, pure := range []bool{true, false} {
 		for _, died := range []bool{false, true} {
 			t.Run(fmt.Sprintf("pure %v, A died %v", pure, died), func(t *testing.T) {

@@ -59,6 +59,8 @@ type call struct {
 	killedBy elicitation.Reason
 	links    *links // the pages of the question asked now, if it may use them; set by its way
 	how      string // how its last question ended
+	sleeping bool   // it hibernated (hibernate.go): its handler's end is dropped
+	question string // a call taken over: the id of the question it was asking, kept
 
 	durable // its record, with a store
 }
@@ -221,6 +223,9 @@ func (el *Elicitor) begin(ctx context.Context, c *call, start handler) {
 		defer el.busy.end()
 		r := start(hctx)
 		cancel(nil)
+		if c.asleep() {
+			return // its record is the call now; the next round runs the handler again
+		}
 		if c.leftOpen(r) {
 			// What every request waiting for it, and an identical resend, hears: never
 			// reason shutdown, which would tell the client its question is over.
@@ -415,6 +420,9 @@ func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
 	if c.el.store != nil {
 		if err := c.recordHand(ctx, pr, n, r); err != nil {
 			return c.unrecorded(r, func(ctx context.Context) error { return c.recordHand(ctx, pr, n, r) }, false, err)
+		}
+		if c.canSleep(pr) {
+			c.sleep(pr, n)
 		}
 	}
 	return r
@@ -641,6 +649,9 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 		return fail(stateError("foreign", otherCall)), false // not merely re-encoded: other arguments
 	}
 	durable := c.el.store != nil
+	if durable && c.asleep() {
+		return result{}, true // it hibernated just now: the record wakes it
+	}
 	sum := ""
 	if has && durable {
 		sum = responseSum(resp) // the record keeps it, for any node to compare

@@ -16,6 +16,7 @@ import (
 // answered at once costs two writes (its round handed out, then claimed with the result),
 // one with a re-prompt three; and the record says what the claim-then-write protocol says.
 func TestAPureToolClaimsARoundWithWhatItReturns(t *testing.T) {
+	awake(t) // of a call that keeps its handler between rounds: forwarded, and its writes counted
 	for _, pure := range []bool{false, true} {
 		t.Run(map[bool]string{false: "replayable", true: "pure"}[pure], func(t *testing.T) {
 			pureTools = pure

@@ -90,7 +90,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		}
 		// The round is open (or claimed, its result lost with its node): the node holding
 		// the call answers, while it runs.
-		if !absent && rec.Node != el.node && el.relay != nil && rec.Node != silent {
+		if !absent && !rec.Asleep && rec.Node != el.node && el.relay != nil && rec.Node != silent {
 			r, err := el.forward(ctx, rec.Node, owner, req.Params)
 			if err == nil {
 				el.tally.forwarded(ForwardAnswered)
@@ -145,7 +145,7 @@ func (el *Elicitor) read(ctx context.Context, owner, id string, latest bool) (st
 // was made from the requestState), and is created there; ErrConflict if it is there by now.
 func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool, st requestState, req *mcp.CallToolRequest, resp mcp.InputResponse, sum string, resend bool, start handler) (result, error) {
 	next := rec
-	next.Node, next.Epoch = el.node, rec.Epoch+1
+	next.Node, next.Epoch, next.Asleep = el.node, rec.Epoch+1, false
 	if !resend {
 		raw, err := json.Marshal(resp)
 		if err != nil {
@@ -155,7 +155,7 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 		next.Log = append(slices.Clip(rec.Log), store.Round{Prompt: rec.Prompt, Answers: raw, At: el.clk.Now()})
 	}
 	c := el.newCall(req, rec.Owner, rec.ID, true)
-	c.rec, c.replay, c.until, c.liveAsk = &next, next.Log, rec.Due, rec.Asks
+	c.rec, c.replay, c.until, c.liveAsk, c.question = &next, next.Log, rec.Due, rec.Asks, rec.Question
 	c.claimed, c.claimSum, c.claimRsp, c.slot = st.Round, sum, resp, newClaimSlot()
 	// Held here before the compare-and-set: a resend that another node forwards here once
 	// the record names this node finds the call, and waits for its outcome, rather than
@@ -185,12 +185,16 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 		return result{}, err
 	}
 	c.rec.Revision = rev
-	from := rec.Node
-	if absent {
-		from = "(not recorded)"
+	if rec.Asleep {
+		el.woke(rec) // before the replay asks its question again, under its id
+	} else {
+		from := rec.Node
+		if absent {
+			from = "(not recorded)"
+		}
+		el.tally.takeOvers.Add(1)
+		el.log.Info("took a question over", "id", rec.ID, "from", from, "epoch", next.Epoch, "rounds", len(next.Log))
 	}
-	el.tally.takeOvers.Add(1)
-	el.log.Info("took a question over", "id", rec.ID, "from", from, "epoch", next.Epoch, "rounds", len(next.Log))
 	el.begin(ctx, c, start)
 	r := c.next(ctx)
 	c.settle(st.Round, r)

@@ -367,6 +367,10 @@ func (r *Registry) owned(owner, id string) (Member, error) {
 	return ent.m, nil
 }
 
+// Member returns owner's member id (a live actor, or a hibernating stand-in); another
+// owner's is ErrNotFound, as Cancel's.
+func (r *Registry) Member(owner, id string) (Member, error) { return r.owned(owner, id) }
+
 // Len returns the number of live elicitations.
 func (r *Registry) Len() int {
 	r.mu.Lock()
@@ -441,7 +445,8 @@ func (r *Registry) CloseOwner(owner string) int {
 // Shutdown refuses new starts, cancels every live elicitation with reason shutdown, and
 // waits until every actor goroutine has returned or ctx ends (then it returns ctx's error).
 // A hibernating member is not cancelled: its question lives where its state is (another
-// node, or this one started again, wakes it); it is dropped.
+// node, or this one started again, wakes it); it is dropped, and its Release method, if it
+// has one, called.
 func (r *Registry) Shutdown(ctx context.Context) error { return r.Close(ctx, elicitation.Shutdown) }
 
 // Close is Shutdown with another reason: ClientGone when the one client a server had has
@@ -458,6 +463,9 @@ func (r *Registry) Close(ctx context.Context, reason elicitation.Reason) error {
 		}
 		delete(r.byID, id)
 		delete(ent.owner.live, id)
+		if rel, ok := ent.m.(interface{ Release() }); ok {
+			rel.Release() // its timer, say
+		}
 	}
 	r.mu.Unlock()
 

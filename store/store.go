@@ -183,6 +183,10 @@ type Record struct {
 	// former holder fails its compare-and-set.
 	Node  string `json:"node,omitempty"`
 	Epoch uint64 `json:"epoch,omitempty"`
+	// Asleep: no goroutine holds the question between its rounds: it hibernates, and Node
+	// keeps only its deadline's timer. A retry on any node wakes it there by replaying its
+	// log (a take-over, with no forwarding to Node first).
+	Asleep bool `json:"asleep,omitempty"`
 
 	Created  time.Time `json:"created"`
 	Deadline time.Time `json:"deadline"` // the record expires here; required

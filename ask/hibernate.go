@@ -1,0 +1,318 @@
+package ask
+
+// Hibernation. A pull-era question spends nearly all its life waiting for a person, between
+// two of its client's requests. With a store, a replayable tool's call does not wait as a
+// Go stack: once a round is handed out and its record written (Record.Asleep), the call
+// hibernates, as an Erlang process does with erlang:hibernate/3: the question's actor is
+// ended without an outcome, the handler's context is cancelled so that its Ask returns
+// and its goroutine ends, and what stays in the process is a sleeper, the question's
+// registry entry (listed, cancelled and extended as the actor was) with one runtime timer
+// for its deadline. The record is the question's state.
+//
+// The next round wakes it on whichever node the client's retry reaches: the take-over path
+// (replay.go) runs the handler again, each earlier round answered from the record's log,
+// in one compare-and-set that also claims the retry's round; no forwarding to the node
+// that asked it. The woken question keeps its id. The node that held the sleeper drops it
+// (told over the relay when another node woke it). A deadline reached while asleep is
+// recorded by the sleeper's timer, on time, with its webhook; a cancel ends the record
+// the same way. A question that cannot hibernate (a push-era session, a tool that is not
+// replayable, a round asked on elicitd's page, no store) keeps its goroutines between
+// rounds, as before.
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"strconv"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/store"
+)
+
+// errHibernated is what Ask returns to a handler whose call hibernates: the handler's
+// goroutine is to end; whatever it returns is dropped.
+var errHibernated = Errorf(CodeFailed, "hibernated", "ask: the call hibernates between rounds; its handler is run again when the next round comes")
+
+// canSleep reports whether c, which hands out pr, hibernates once the round is recorded.
+func (c *call) canSleep(pr elicitation.Prompt) bool {
+	return c.el.hibernate && c.pull && c.replayable && c.el.store != nil && c.links == nil && !isPage(pr)
+}
+
+// asleep reports whether c hibernates (sleep): its handler's end is not the call's.
+func (c *call) asleep() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.sleeping
+}
+
+// sleep hibernates c after round n, asking pr, was handed out and recorded asleep; not if a
+// retry has claimed the round already, or the call has ended or moved meanwhile.
+func (c *call) sleep(pr elicitation.Prompt, n int) {
+	el := c.el
+	c.wmu.Lock()
+	if c.rec == nil || !c.rec.Asleep || c.fenced || c.over || c.pend != nil {
+		c.wmu.Unlock()
+		return
+	}
+	epoch := c.rec.Epoch
+	c.wmu.Unlock()
+	e := pr.Elicitation
+	snap := e.Snapshot()
+	s := &sleeper{el: el, call: c.id, owner: c.owner, snap: snap, epoch: epoch}
+	s.idle = el.pullIdle > 0 && !snap.Deadline.Before(el.clk.Now().Add(el.pullIdle-time.Second))
+	c.mu.Lock()
+	if c.killed || c.sleeping || c.claimed >= n || c.handed != n || !el.reg.Hibernate(e, s) {
+		c.mu.Unlock()
+		return
+	}
+	c.sleeping = true
+	c.disarm()
+	c.mu.Unlock()
+	// From here a retry finds no call here, and takes the record over (wakes it).
+	el.calls.end(c, endedCall{}, false)
+	_ = e.Cancel(elicitation.Operator) // its end is not the question's: s takes its place
+	<-e.Done()
+	s.arm(snap.Deadline)
+	el.tally.slept.Add(1)
+	if c.cancel != nil {
+		c.cancel(errHibernated) // Ask returns, and the handler's goroutine ends
+	}
+}
+
+// sleeper is a hibernating question in its node's registry: enough to list it, and its
+// deadline's timer. Everything else is its record.
+type sleeper struct {
+	el    *Elicitor
+	call  string // the call's id: its record's
+	owner string
+	epoch uint64 // the record's, as it went to sleep: a change means it was woken or ended
+	idle  bool   // its deadline is Options.PullIdle's expiry: it ends abandoned
+
+	mu    sync.Mutex
+	snap  elicitation.Snapshot
+	timer *clock.Timer
+}
+
+var _ registry.Member = (*sleeper)(nil)
+
+func (s *sleeper) ID() string { return s.snap.ID }
+
+// Snapshot is the question as it went to sleep, with its deadline as extended since.
+func (s *sleeper) Snapshot() elicitation.Snapshot {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.snap
+}
+
+// arm sets the timer that ends the question at at.
+func (s *sleeper) arm(at time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+	s.timer = s.el.clk.AfterFunc(at.Sub(s.el.clk.Now()), s.expire)
+}
+
+// Release stops the timer: the registry dropped s (its node stops; the record stays for
+// another node).
+func (s *sleeper) Release() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.timer != nil {
+		s.timer.Stop()
+	}
+}
+
+// expire ends the question at its deadline: timed out, or abandoned (Options.PullIdle).
+// Should the store not answer, it tries again a little later.
+func (s *sleeper) expire() {
+	el := s.el
+	if el.stopping.Load() {
+		return
+	}
+	el.busy.begin()
+	defer el.busy.end()
+	state, reason := elicitation.TimedOut, elicitation.None
+	if s.idle {
+		state, reason = elicitation.Cancelled, elicitation.Abandoned
+	}
+	err := s.end(state, reason)
+	var e *Error
+	if errors.As(err, &e) && e.Code == CodeStoreUnavailable {
+		s.arm(el.clk.Now().Add(time.Second))
+	}
+}
+
+// Cancel ends the question with reason, in its record. registry.ErrNotFound: it was woken
+// meanwhile (on another node, say), where the cancel is to go.
+func (s *sleeper) Cancel(reason elicitation.Reason) error {
+	return s.end(elicitation.Cancelled, reason)
+}
+
+// moved reports whether rec is no longer the record s went to sleep in.
+func (s *sleeper) moved(rec store.Record) bool {
+	return rec.State != "active" || !rec.Asleep || rec.Node != s.el.node || rec.Epoch != s.epoch || rec.Question != s.snap.ID
+}
+
+// change applies f to s's record, compare-and-set with the next epoch (so that a node
+// waking the question meanwhile loses, or wins and f's write fails). A record that moved
+// on drops s, with registry.ErrNotFound.
+func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.Record, error) {
+	el := s.el
+	ctx := context.Background()
+	latest := false
+	for range 5 {
+		rec, err := el.read(ctx, s.owner, s.call, latest)
+		if err != nil && !errors.Is(err, store.ErrNotFound) {
+			return rec, storeError(err)
+		}
+		if err != nil || s.moved(rec) {
+			if !latest {
+				latest = true // a replica behind the write that put it to sleep?
+				continue
+			}
+			s.drop(nil)
+			return rec, registry.ErrNotFound
+		}
+		next, err := f(rec)
+		if err != nil {
+			return rec, err
+		}
+		next.Node, next.Epoch, next.Asleep = el.node, rec.Epoch+1, true
+		keepDeadline(&next)
+		rev, err := el.store.Update(ctx, next)
+		if errors.Is(err, store.ErrConflict) {
+			latest = true
+			continue
+		}
+		if err != nil {
+			return rec, storeError(err)
+		}
+		next.Revision = rev
+		s.mu.Lock()
+		s.epoch = next.Epoch
+		s.mu.Unlock()
+		return next, nil
+	}
+	return store.Record{}, Errorf(CodeStoreUnavailable, "contended", "the question is changing too fast; retry")
+}
+
+// end ends the question in its record with state and reason, and reports it: the
+// registry counts it, OnEnd hears it, and the client's retry gets it.
+func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error {
+	el := s.el
+	var end Ending
+	rec, err := s.change(func(rec store.Record) (store.Record, error) {
+		next, e, err := el.endRecord(rec, state, reason)
+		end = e
+		return next, err
+	})
+	if err != nil {
+		return err
+	}
+	o := elicitation.Outcome{ID: s.snap.ID, Title: s.snap.Title, Tool: s.snap.Tool, State: state, Reason: reason,
+		Attempts: rec.Attempts, Rounds: rec.Handed, Created: s.snap.Created, Ended: end.Ended}
+	s.drop(&o)
+	el.tally.end(s.snap.Tool, true, o)
+	if el.onEnd != nil {
+		el.onEnd(end)
+	}
+	return nil
+}
+
+// drop takes s out of the registry (with o: its question ended so) and stops its timer.
+func (s *sleeper) drop(o *elicitation.Outcome) {
+	s.Release()
+	s.el.reg.Drop(s, o)
+}
+
+// Extend moves the question's deadline d later, within its lifetime, in its record.
+func (s *sleeper) Extend(d time.Duration) (time.Time, error) {
+	el := s.el
+	rec, err := s.change(func(rec store.Record) (store.Record, error) {
+		if !rec.Due.After(el.clk.Now()) {
+			return rec, elicitation.ErrFinished
+		}
+		rec.Due = rec.Due.Add(d)
+		if limit := s.snap.Created.Add(elicitation.DefaultMaxLifetime); rec.Due.After(limit) {
+			rec.Due = limit
+		}
+		rec.Deadline = rec.Due.Add(el.retention())
+		return rec, nil
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	s.mu.Lock()
+	s.snap.Deadline = rec.Due
+	s.mu.Unlock()
+	s.arm(rec.Due)
+	return rec.Due, nil
+}
+
+// endRecord is rec ended with state and reason by this node (its node gone, or asleep), and
+// the end to report: a retry for its round gets the outcome, on any node.
+func (el *Elicitor) endRecord(rec store.Record, state elicitation.State, reason elicitation.Reason) (store.Record, Ending, error) {
+	next := rec
+	next.Node, next.Epoch, next.Asleep = el.node, rec.Epoch+1, false
+	res, err := encodeResult(fail(OutcomeError(elicitation.Outcome{State: state, Reason: reason})))
+	if err != nil {
+		return rec, Ending{}, err
+	}
+	now := el.clk.Now()
+	end := Ending{QuestionID: rec.Question, Key: rec.ID + "_q" + strconv.Itoa(max(rec.Asks, 1)), Tool: rec.Tool,
+		Owner: store.OwnerDigest(rec.Owner), State: state, Reason: reason,
+		Attempts: rec.Attempts, Created: rec.Created, Ended: now}
+	ends, err := encodeEnds([]Ending{end})
+	if err != nil {
+		return rec, Ending{}, err
+	}
+	next.State, next.Outcome, next.Ends, next.Deadline = "ended", res, ends, now.Add(el.retention())
+	keepDeadline(&next)
+	return next, end, nil
+}
+
+// woke drops the sleeper of rec, a record that was asleep and that this node has just
+// taken over (a retry woke it): here, or, on the node that held it, over the relay.
+func (el *Elicitor) woke(rec store.Record) {
+	if rec.Node == el.node {
+		el.dropSleeper(rec.Owner, rec.Question, rec.ID)
+		return
+	}
+	if el.relay == nil {
+		return
+	}
+	msg, err := json.Marshal(forwarded{Op: "woke", Owner: rec.Owner, ID: rec.Question, Call: rec.ID})
+	if err != nil {
+		return
+	}
+	el.busy.begin()
+	go func() {
+		defer el.busy.end()
+		// Best effort: a sleeper whose notice is lost finds its record moved when its
+		// timer fires, and drops itself then.
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, _ = el.relay.Send(ctx, rec.Node, msg)
+	}()
+}
+
+// dropSleeper drops owner's sleeper of question id, if it sleeps for call.
+func (el *Elicitor) dropSleeper(owner, id, call string) bool {
+	m, err := el.reg.Member(owner, id)
+	if err != nil {
+		return false
+	}
+	s, ok := m.(*sleeper)
+	if !ok || s.call != call {
+		return false
+	}
+	s.drop(nil)
+	return true
+}

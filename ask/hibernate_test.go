@@ -1,0 +1,152 @@
+package ask_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/store/memory"
+)
+
+// Between its rounds a pull-era question with a store keeps no goroutine: neither its
+// handler's nor its actor's. It is still listed, and it still answers.
+func TestAHibernatingQuestionKeepsNoGoroutine(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	a := newClusterOn(t, clk, 1, memory.New(memory.Options{Clock: clk}), &memory.Relay{})[0]
+	a.call(t, "", 0, nil) // the first call's setup (the client's, the store's) is not the question's
+	before := goleak.IgnoreCurrent()
+
+	const n = 20
+	var states []string
+	for range n {
+		first := a.call(t, "", 0, nil)
+		r, _ := asked(t, first)
+		require.Equal(t, 1, r)
+		states = append(states, first.RequestState)
+	}
+	require.NoError(t, goleak.Find(before), "%d questions open, no goroutine of theirs left", n)
+	assert.Equal(t, n+1, a.el.Registry().Len(), "every question is known to the registry")
+	assert.Len(t, a.manage(t, "list_elicitations", map[string]any{})["elicitations"], n+1)
+	assert.EqualValues(t, n+1, a.el.Counts().Hibernated)
+
+	for _, st := range states {
+		out := payload(t, a, st, 1, map[string]any{"name": "Ada", "age": 30})
+		assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+	}
+	assert.Equal(t, 1, a.el.Registry().Len(), "the answered ones have left")
+}
+
+// A hibernating question keeps its id wherever it wakes, and the node it slept on lets go
+// of it: the caller sees one question, under one id, on every node.
+func TestAHibernatingQuestionKeepsItsIDOnEveryNode(t *testing.T) {
+	nodes := newCluster(t, 2, memory.New(memory.Options{}), &memory.Relay{})
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	listed := b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+	require.Len(t, listed, 1)
+	id := listed[0].(map[string]any)["id"].(string)
+
+	second := b.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12}) // woken on B, re-prompted
+	r, _ := asked(t, second)
+	require.Equal(t, 2, r)
+	require.Eventually(t, func() bool { return a.el.Registry().Len() == 0 }, 5*time.Second, time.Millisecond,
+		"A drops its sleeper once B has woken the question")
+	assert.Equal(t, 1, b.el.Registry().Len(), "B holds it, asleep again")
+	for name, n := range map[string]*clusterNode{"A": a, "B": b} {
+		listed := n.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+		require.Len(t, listed, 1, "on %s", name)
+		q := listed[0].(map[string]any)
+		assert.Equal(t, id, q["id"], "on %s: the same question", name)
+		assert.EqualValues(t, 2, q["round"], "on %s", name)
+	}
+
+	// The identical resend of round 1 gets round 2 again, from the record, on either node.
+	for _, n := range nodes {
+		again := n.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+		assert.Equal(t, second.RequestState, again.RequestState)
+	}
+	out := payload(t, a, second.RequestState, 2, map[string]any{"age": 36})
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(36)}, out)
+	assert.Equal(t, 0, a.el.Registry().Len()+b.el.Registry().Len())
+}
+
+// A hibernating question ends at its deadline, not at the client's next retry: its timer
+// records the timeout, and the end is reported once, on time.
+func TestAHibernatingQuestionTimesOutOnTime(t *testing.T) {
+	heard := &byKey{}
+	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
+	t.Cleanup(func() { nodeOptions = nil })
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	mem := memory.New(memory.Options{Clock: clk})
+	nodes := newClusterOn(t, clk, 2, mem, &memory.Relay{})
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	require.Empty(t, heard.get())
+
+	clk.Add(time.Minute) // the question's one-minute deadline
+	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "the end is reported at the deadline")
+	for _, ends := range heard.get() {
+		require.Len(t, ends, 1)
+		assert.Equal(t, elicitation.TimedOut, ends[0].State)
+		assert.Equal(t, "contact", ends[0].Tool)
+	}
+	rec := ended(t, mem, "caller:test")
+	assert.Equal(t, "ended", rec.State)
+	assert.Equal(t, 0, a.el.Registry().Len())
+	assert.Equal(t, uint64(1), a.el.Registry().Stats().TimedOut)
+
+	for _, n := range nodes {
+		p := payload(t, n, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+		assert.Equal(t, ask.CodeTimeout, p["code"], "the retry hears it timed out: %v", p)
+	}
+	assert.Empty(t, b.manage(t, "list_elicitations", map[string]any{})["elicitations"])
+	assert.Len(t, heard.get(), 1, "reported once")
+}
+
+// An extend moves a hibernating question's deadline and its timer; a cancel from any node
+// ends it, reported once, and the client's retry hears it.
+func TestExtendAndCancelReachAHibernatingQuestion(t *testing.T) {
+	heard := &byKey{}
+	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
+	t.Cleanup(func() { nodeOptions = nil })
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	nodes := newClusterOn(t, clk, 2, memory.New(memory.Options{Clock: clk}), &memory.Relay{})
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	id := a.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)[0].(map[string]any)["id"].(string)
+
+	ext := a.manage(t, "extend_elicitation", map[string]any{"id": id, "seconds": 120})
+	require.Nil(t, ext["code"], "%v", ext)
+	assert.Equal(t, clk.Now().Add(3*time.Minute).UTC().Format(time.RFC3339), ext["deadline"])
+	clk.Add(time.Minute + time.Second) // past the first deadline, not the extended one
+	assert.Empty(t, heard.get(), "the timer moved with the deadline")
+	listed := b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+	require.Len(t, listed, 1)
+	assert.Equal(t, ext["deadline"], listed[0].(map[string]any)["deadline"])
+
+	cancelled := b.manage(t, "cancel_elicitation", map[string]any{"id": id})
+	require.Equal(t, "cancelled", cancelled["state"], "%v", cancelled)
+	ends := heard.get()
+	require.Len(t, ends, 1)
+	for _, e := range ends {
+		require.Len(t, e, 1)
+		assert.Equal(t, elicitation.Cancelled, e[0].State)
+		assert.Equal(t, elicitation.Operator, e[0].Reason)
+	}
+	p := payload(t, b, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	assert.Equal(t, ask.CodeCancelled, p["code"], "%v", p)
+	assert.Equal(t, 0, a.el.Registry().Len())
+	clk.Add(2 * time.Minute) // past the extended deadline
+	assert.Len(t, heard.get(), 1, "the stopped timer reports nothing more")
+	again := a.manage(t, "cancel_elicitation", map[string]any{"id": id})
+	assert.Equal(t, ask.CodeNotFound, again["code"])
+}
