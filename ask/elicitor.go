@@ -469,6 +469,10 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		c.refused(err)
 		return elicitation.Outcome{}, startError(err)
 	}
+	quiet := resumed && c.closedAt // it ended while the call hibernated, and was reported then
+	if quiet && c.closeReason != elicitation.None {
+		_ = e.Cancel(c.closeReason) // a timeout needs nothing: its deadline has passed
+	}
 	if !c.pull && el.roster != nil {
 		// Its session dies with this node: the roster lets the survivors end it then.
 		el.roster.add(e.ID(), spec.Tool, store.OwnerDigest(c.owner), el.clk.Now())
@@ -486,7 +490,9 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	if c.pull {
 		c.setHow(o)
 	}
-	el.reportEnd(c, q, e, n, o)
+	if !quiet {
+		el.reportEnd(c, q, e, n, o)
+	}
 	return o, nil
 }
 

@@ -14,8 +14,10 @@ package ask
 // in one compare-and-set that also claims the retry's round; no forwarding to the node
 // that asked it. The woken question keeps its id. The node that held the sleeper drops it
 // (told over the relay when another node woke it). A deadline reached while asleep is
-// recorded by the sleeper's timer, on time, with its webhook; a cancel ends the record
-// the same way. A question that cannot hibernate (a push-era session, a tool that is not
+// recorded by the sleeper's timer, on time, and reported (OnEnd, the webhook) then; a
+// cancel too. The record is then "closed": the question has ended, and the call's result,
+// the tool's own (its handler deciding what a timeout or a cancel returns), is made when
+// the client comes back: the replay resumes the question already ended (closeOut). A question that cannot hibernate (a push-era session, a tool that is not
 // replayable, a round asked on elicitd's page, no store) keeps its goroutines between
 // rounds, as before.
 
@@ -23,11 +25,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/registry"
@@ -172,6 +176,9 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return rec, storeError(err)
 		}
+		if err == nil && rec.State == stateClosed && rec.Node == el.node && rec.Epoch == s.epoch+1 {
+			return rec, nil // its own write, whose answer was lost
+		}
 		if err != nil || s.moved(rec) {
 			if !latest {
 				latest = true // a replica behind the write that put it to sleep?
@@ -184,7 +191,7 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 		if err != nil {
 			return rec, err
 		}
-		next.Node, next.Epoch, next.Asleep = el.node, rec.Epoch+1, true
+		next.Node, next.Epoch, next.Asleep = el.node, rec.Epoch+1, next.State == "active"
 		keepDeadline(&next)
 		rev, err := el.store.Update(ctx, next)
 		if errors.Is(err, store.ErrConflict) {
@@ -203,21 +210,28 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 	return store.Record{}, Errorf(CodeStoreUnavailable, "contended", "the question is changing too fast; retry")
 }
 
-// end ends the question in its record with state and reason, and reports it: the
-// registry counts it, OnEnd hears it, and the client's retry gets it.
+// end ends the question in its record with state and reason (closed: the client's next
+// request gets the tool's result for it), and reports it: the registry counts it, OnEnd
+// hears it.
 func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error {
 	el := s.el
-	var end Ending
+	now := el.clk.Now()
 	rec, err := s.change(func(rec store.Record) (store.Record, error) {
-		next, e, err := el.endRecord(rec, state, reason)
-		end = e
-		return next, err
+		rec.State, rec.Reason = stateClosed, closedReason(state, reason)
+		rec.Deadline = now.Add(el.retention()) // for the client's late request
+		if state == elicitation.TimedOut && rec.Due.After(now) {
+			rec.Due = now
+		}
+		return rec, nil
 	})
 	if err != nil {
 		return err
 	}
+	end := Ending{QuestionID: rec.Question, Key: rec.ID + "_q" + strconv.Itoa(max(rec.Asks, 1)), Tool: rec.Tool,
+		Owner: store.OwnerDigest(rec.Owner), State: state, Reason: reason,
+		Attempts: rec.Attempts, Created: s.snap.Created, Ended: now}
 	o := elicitation.Outcome{ID: s.snap.ID, Title: s.snap.Title, Tool: s.snap.Tool, State: state, Reason: reason,
-		Attempts: rec.Attempts, Rounds: rec.Handed, Created: s.snap.Created, Ended: end.Ended}
+		Attempts: rec.Attempts, Rounds: rec.Handed, Created: s.snap.Created, Ended: now}
 	s.drop(&o)
 	el.tally.end(s.snap.Tool, true, o)
 	if el.onEnd != nil {
@@ -254,6 +268,31 @@ func (s *sleeper) Extend(d time.Duration) (time.Time, error) {
 	s.mu.Unlock()
 	s.arm(rec.Due)
 	return rec.Due, nil
+}
+
+// stateClosed is the state of a record whose question ended while it hibernated (its deadline,
+// a cancel): reported already, its call's result still to be made (closeOut). Record.Reason
+// says how: closedReason.
+const stateClosed = "closed"
+
+// closedReason is how a question that ended with state and reason is written in a closed
+// record's Reason: "timeout", or the cancel's reason.
+func closedReason(state elicitation.State, reason elicitation.Reason) string {
+	if state == elicitation.TimedOut {
+		return "timeout"
+	}
+	return reason.String()
+}
+
+// closing is the reason a closed record's question is ended with when it is replayed:
+// None for a timeout (its deadline has passed: it times out at once).
+func closing(rec store.Record) elicitation.Reason {
+	for r := elicitation.Reason(1); int(r) < elicitation.NumReasons; r++ {
+		if r.String() == rec.Reason {
+			return r
+		}
+	}
+	return elicitation.None
 }
 
 // endRecord is rec ended with state and reason by this node (its node gone, or asleep), and
@@ -315,4 +354,40 @@ func (el *Elicitor) dropSleeper(owner, id, call string) bool {
 	}
 	s.drop(nil)
 	return true
+}
+
+// closeOut answers a request for a call whose record is closed (its question ended while it
+// hibernated): this node takes the record (the next epoch) and replays the handler, whose
+// question ends again as it did (closeReason; a timeout at once, its deadline past),
+// without being reported again; the handler's result is recorded and returned.
+func (el *Elicitor) closeOut(ctx context.Context, rec store.Record, st requestState, req *mcp.CallToolRequest, replayable bool, start handler) (result, error) {
+	state, reason := elicitation.Cancelled, closing(rec)
+	if reason == elicitation.None {
+		state = elicitation.TimedOut
+	}
+	if !replayable {
+		return fail(OutcomeError(elicitation.Outcome{State: state, Reason: reason})), nil
+	}
+	next := rec
+	next.Node, next.Epoch, next.Asleep = el.node, rec.Epoch+1, false
+	c := el.newCall(req, rec.Owner, rec.ID, true)
+	c.rec, c.replay, c.until, c.liveAsk, c.question = &next, next.Log, rec.Due, rec.Asks, rec.Question
+	c.closedAt, c.closeReason = true, reason
+	c.claimed, c.claimSum = rec.Claimed, rec.ClaimSum
+	if held, added := el.calls.addNew(c); !added {
+		resp, has := req.Params.InputResponses[inputKey(st.Round)]
+		r, elsewhere := held.resume(ctx, st, req.Params.Arguments, resp, has)
+		if elsewhere {
+			return result{}, fmt.Errorf("%w: the call moved on", store.ErrConflict)
+		}
+		return r, nil
+	}
+	rev, err := el.store.Update(context.WithoutCancel(ctx), next)
+	if err != nil {
+		c.dropTakeOver()
+		return result{}, err
+	}
+	c.rec.Revision = rev
+	el.begin(ctx, c, start)
+	return c.next(ctx), nil
 }

@@ -1,6 +1,7 @@
 package ask_test
 
 import (
+	"context"
 	"testing"
 	"time"
 
@@ -98,8 +99,11 @@ func TestAHibernatingQuestionTimesOutOnTime(t *testing.T) {
 		assert.Equal(t, elicitation.TimedOut, ends[0].State)
 		assert.Equal(t, "contact", ends[0].Tool)
 	}
-	rec := ended(t, mem, "caller:test")
-	assert.Equal(t, "ended", rec.State)
+	recs, err := mem.List(context.Background(), "caller:test")
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	assert.Equal(t, "closed", recs[0].State, "ended, its result to be made when the client comes back")
+	assert.Equal(t, "timeout", recs[0].Reason)
 	assert.Equal(t, 0, a.el.Registry().Len())
 	assert.Equal(t, uint64(1), a.el.Registry().Stats().TimedOut)
 
@@ -107,6 +111,7 @@ func TestAHibernatingQuestionTimesOutOnTime(t *testing.T) {
 		p := payload(t, n, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
 		assert.Equal(t, ask.CodeTimeout, p["code"], "the retry hears it timed out: %v", p)
 	}
+	assert.Equal(t, "ended", ended(t, mem, "caller:test").State, "the result the retry got is recorded")
 	assert.Empty(t, b.manage(t, "list_elicitations", map[string]any{})["elicitations"])
 	assert.Len(t, heard.get(), 1, "reported once")
 }

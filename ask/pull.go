@@ -61,6 +61,10 @@ type call struct {
 	how      string // how its last question ended
 	sleeping bool   // it hibernated (hibernate.go): its handler's end is dropped
 	question string // a call taken over: the id of the question it was asking, kept
+	// A call whose record was closed (hibernate.go): the question it was asking has ended,
+	// and was reported; when the replay reaches it, it is ended again with closeReason.
+	closedAt    bool
+	closeReason elicitation.Reason
 
 	durable // its record, with a store
 }
@@ -309,6 +313,9 @@ func (c *call) next(ctx context.Context) result {
 		pr := ev.prompt
 		if _, over := pr.Elicitation.Outcome(); over || pr.Round != pr.Elicitation.Snapshot().Round {
 			continue // superseded while queued, or ended: the handler says what follows
+		}
+		if c.closedAt && !c.replaying() {
+			continue // the question it reaches has ended (hibernate.go): nothing is handed out
 		}
 		if c.replaying() {
 			if c.pageAgain(pr) {

@@ -76,6 +76,18 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 			return fail(stateError("stale_round", "the requestState is for question round %d, but round %d is current", st.Round, rec.Handed))
 		case !has:
 			return fail(stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round)))
+		case rec.State == stateClosed:
+			// Ended while it hibernated, and reported then: its result is made now, by
+			// the tool's handler, replayed into a question that has ended (hibernate.go).
+			r, err := el.closeOut(ctx, rec, st, req, replayable, start)
+			if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
+				latest = true
+				continue
+			}
+			if err != nil {
+				return fail(storeError(err))
+			}
+			return r
 		case rec.State == "ended" && st.Round == rec.Handed && rec.Outcome != nil:
 			// Ended while its round was out (cancelled on another node, say): the retry
 			// gets how.

@@ -6,9 +6,12 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"path/filepath"
 	"runtime"
+	"runtime/debug"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -74,7 +77,7 @@ func newBenchNode(b *testing.B, s store.Store, owner func(*mcp.CallToolRequest) 
 	if c, ok := s.(*countingStore); ok {
 		relay, _ = c.Store.(store.Relay)
 	}
-	el := ask.New(server, ask.Options{StateKey: []byte(strings.Repeat("k", 32)), Store: s, Relay: relay, Owner: owner})
+	el := ask.New(server, ask.Options{StateKey: []byte(strings.Repeat("k", 32)), Store: s, Relay: relay, Owner: owner, KeepAwake: benchAwake})
 	b.Cleanup(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 		defer cancel()
@@ -90,6 +93,10 @@ func newBenchNode(b *testing.B, s store.Store, owner func(*mcp.CallToolRequest) 
 	el.AddManagement(server)
 	return &benchNode{el: el, server: server, u: elicittest.Connect(b, server, elicittest.Pull)}
 }
+
+// benchAwake has the bench nodes keep their calls awake between rounds (Options.KeepAwake),
+// to compare with hibernation.
+var benchAwake bool
 
 // ask makes a first call of parcel (meta: the request's _meta, nil for none), which hands
 // out round 1, and returns its requestState.
@@ -299,7 +306,18 @@ func BenchmarkLiveQuestions(b *testing.B) {
 		b.Cleanup(func() { _ = s.Close() })
 		benchLive(b, s, func() (int64, int64) { r, _ := s.Bytes(); return r, 0 })
 	})
-	b.Run("embedded", func(b *testing.B) {
+	b.Run("embedded", func(b *testing.B) { benchLiveEmbedded(b) })
+	b.Run("embedded-awake", func(b *testing.B) {
+		benchAwake = true
+		b.Cleanup(func() { benchAwake = false })
+		benchLiveEmbedded(b)
+	})
+}
+
+// benchLiveEmbedded is BenchmarkLiveQuestions on the embedded store (a NATS server in the
+// process, as elicitd --http runs it by default).
+func benchLiveEmbedded(b *testing.B) {
+	{
 		// StartServer and Open rather than Embedded, to read the bucket's stream.
 		dir := b.TempDir()
 		srv, err := natsstore.StartServer(natsstore.ServerOptions{Dir: dir})
@@ -332,7 +350,27 @@ func BenchmarkLiveQuestions(b *testing.B) {
 			}
 			return int64(info.State.Bytes), dirBytes(b, dir)
 		})
-	})
+	}
+}
+
+// rss is the process's resident set, in bytes, after the heap's free pages have gone back
+// to the system (Linux: /proc/self/status; 0 elsewhere).
+func rss(b *testing.B) int64 {
+	debug.FreeOSMemory()
+	data, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(data)) {
+		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
+			kb, err := strconv.ParseInt(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(rest), "kB")), 10, 64)
+			if err != nil {
+				b.Fatal(err)
+			}
+			return kb << 10
+		}
+	}
+	return 0
 }
 
 // benchLive fills a node on s with liveQuestions open questions, reports what they take
@@ -351,6 +389,7 @@ func benchLive(b *testing.B, s store.Store, storeBytes func() (records, disk int
 	runtime.GC()
 	runtime.ReadMemStats(&before)
 	g0 := runtime.NumGoroutine()
+	rss0 := rss(b)
 	var r0, d0 int64
 	if storeBytes != nil {
 		r0, d0 = storeBytes()
@@ -386,6 +425,7 @@ func benchLive(b *testing.B, s store.Store, storeBytes func() (records, disk int
 
 	runtime.GC()
 	runtime.ReadMemStats(&after)
+	rss1 := rss(b)
 	goroutines := runtime.NumGoroutine() - g0
 	live := 0
 	for _, k := range n.el.Registry().Stats().Live {
@@ -450,14 +490,16 @@ func benchLive(b *testing.B, s store.Store, storeBytes func() (records, disk int
 		r1, d1 := storeBytes()
 		recB, diskB = perQ(r1-r0), perQ(d1-d0)
 	}
+	rssQ := perQ(rss1 - rss0)
+	b.ReportMetric(rssQ, "rss-B/question")
 	b.ReportMetric(heap, "heap-B/question")
 	b.ReportMetric(stack, "stack-B/question")
 	b.ReportMetric(float64(goroutines)/liveQuestions, "goroutines/question")
 	b.ReportMetric(fill.Seconds(), "fill-s")
 	b.ReportMetric(us(pct(lists, 50)), "us/list-p50")
 	b.ReportMetric(us(pct(lists, 99)), "us/list-p99")
-	line := fmt.Sprintf("%d open questions, %d owners; filled in %.1f s; per question: heap %.0f B, stacks %.0f B, %.2f goroutines",
-		liveQuestions, liveOwners, fill.Seconds(), heap, stack, float64(goroutines)/liveQuestions)
+	line := fmt.Sprintf("%d open questions, %d owners; filled in %.1f s; per question: RSS %.0f B, heap %.0f B, stacks %.0f B, %.2f goroutines",
+		liveQuestions, liveOwners, fill.Seconds(), rssQ, heap, stack, float64(goroutines)/liveQuestions)
 	if storeBytes != nil {
 		b.ReportMetric(recB, "store-B/question")
 		line += fmt.Sprintf(", store %.0f B", recB)
