@@ -78,7 +78,8 @@ func TestStdioWritesEveryRecordBehindItsFirstQuestion(t *testing.T) {
 		assert.Equal(t, "ended", r.State, "%+v", r)
 		assert.Equal(t, r.Handed, r.Claimed, "every round handed out was claimed once")
 		assert.Len(t, r.Log, r.Handed)
-		assert.EqualValues(t, 1, r.Epoch, "written by the process that asked it")
+		// Each answer woke the hibernating call (the next epoch), in the process that asked it.
+		assert.EqualValues(t, r.Handed+1, r.Epoch, "%+v", r)
 		assert.Equal(t, recs[0].Node, r.Node)
 		assert.Contains(t, string(r.Outcome), "2.5", "the outcome the client got")
 		rounds += r.Handed

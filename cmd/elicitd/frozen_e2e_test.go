@@ -21,7 +21,9 @@ import (
 // question over.
 func TestAFrozenNodeIsTakenOver(t *testing.T) {
 	urls := natsCluster(t, 3)
-	args := []string{"--store", strings.Join(urls, ","), "--store-replicas", "3"}
+	// A call that keeps its handler between rounds is held by its node (a hibernating one
+	// is not: TestAFrozenNodeHoldsNoHibernatingQuestion).
+	args := []string{"--store", strings.Join(urls, ","), "--store-replicas", "3", "--keep-awake"}
 	var nodes []*httpServer
 	for range 3 {
 		nodes = append(nodes, startHTTPWith(t, args))
@@ -64,4 +66,26 @@ func TestAFrozenNodeIsTakenOver(t *testing.T) {
 	}
 	used := structured(t, round(t, a, second.RequestState, 2, map[string]any{"age": 40}))
 	assert.Equal(t, "used", used["reason"], "%v", used)
+}
+
+// A hibernating question is held by no node between its rounds: with the node that asked it
+// frozen, the retry on another node wakes it there at once, without waiting for the frozen
+// node's answer or its pings.
+func TestAFrozenNodeHoldsNoHibernatingQuestion(t *testing.T) {
+	urls := natsCluster(t, 3)
+	args := []string{"--store", strings.Join(urls, ","), "--store-replicas", "3"}
+	a, b := startHTTPWith(t, args), startHTTPWith(t, args)
+	first, err := pullByHand(t, a, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	require.NoError(t, err)
+	second := round(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 3})
+	_, fields := askedFields(t, second)
+	require.Equal(t, []string{"age"}, fields)
+
+	require.NoError(t, a.cmd.Process.Signal(syscall.SIGSTOP))
+	t.Cleanup(func() { _ = a.cmd.Process.Signal(syscall.SIGCONT) })
+	done := structured(t, round(t, b, second.RequestState, 2, map[string]any{"age": 30}))
+	assert.Equal(t, "completed", done["status"], "%v", done)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"])
+	assert.EqualValues(t, 2, done["attempts"], "the attempt made on A counts")
+	assert.NotContains(t, b.stderr.String(), "does not answer", "B never waited for A")
 }

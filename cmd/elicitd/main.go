@@ -331,6 +331,7 @@ type config struct {
 	maxAnswerBytes int
 	keepalive      time.Duration
 	pullIdle       time.Duration
+	keepAwake      bool
 	logLevel       slog.Level
 	logJSON        bool // --log-format json
 	stateKey       string
@@ -361,7 +362,7 @@ func (c config) logHandler(w io.Writer, level slog.Level) slog.Handler {
 func (c config) options() options {
 	o := options{Conformance: c.conformance,
 		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxRounds: c.maxRounds, MaxLive: c.maxLive,
-		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, StateKey: []byte(c.stateKey), PageWait: c.pageWait,
+		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, KeepAwake: c.keepAwake, StateKey: []byte(c.stateKey), PageWait: c.pageWait,
 	}
 	if c.ratePerMinute > 0 {
 		o.Rate, o.Burst = rate.Limit(float64(c.ratePerMinute)/60), c.burst
@@ -380,7 +381,7 @@ type setting struct {
 // Settings whose flag is not plain text: a boolean's flag given alone means true; a
 // repeated one's values are joined by commas.
 var (
-	booleanSettings  = map[string]bool{"webhook-answers": true, "webhook-allow-private": true}
+	booleanSettings  = map[string]bool{"webhook-answers": true, "webhook-allow-private": true, "keep-awake": true}
 	repeatedSettings = map[string]bool{"webhook": true}
 )
 
@@ -453,6 +454,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"max-live", "ELICITD_MAX_LIVE", "open questions across all sessions", "1000", intIn(&c.maxLive, 1, 10_000_000)},
 		{"max-answer-bytes", "ELICITD_MAX_ANSWER_BYTES", "the largest answer accepted, as JSON (at most half the stdio frame limit, so an answer always fits in a frame)", "1048576", intIn(&c.maxAnswerBytes, 1024, maxFrameBytes/2)},
 		{"keepalive", "ELICITD_KEEPALIVE", "progress notifications while waiting, when the call has a progress token (0: off)", "15s", durationIn(&c.keepalive, 100*time.Millisecond, time.Hour, true)},
+		{"keep-awake", "ELICITD_KEEP_AWAKE", "with a store: keep a 2026-07-28 call's handler running between its rounds, as without one, instead of hibernating it (retries are then forwarded to the node holding it)", "false", boolean(&c.keepAwake)},
 		{"pull-idle", "ELICITD_PULL_IDLE", "opt-in: end a 2026-07-28 question as abandoned when its client has not come back with a round's answer for this long, to free its slot before the deadline (0: off; the question lives until its deadline)", "0", func(s string) error {
 			d, err := time.ParseDuration(s)
 			if err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {

@@ -33,6 +33,7 @@ type options struct {
 	MaxAnswerBytes int           // the largest answer ask_user accepts; 1 MiB
 	Keepalive      time.Duration // push era: progress notifications while waiting, if the call has a token; 0: none
 	PullIdle       time.Duration // see ask.Options.PullIdle
+	KeepAwake      bool          // see ask.Options.KeepAwake
 	StateKey       []byte        // the pull-era requestState HMAC key; random when empty
 	Logger         *slog.Logger  // elicitd's own log; discards when nil
 	SDKLogger      *slog.Logger  // the MCP SDK's log; Logger when nil
@@ -77,7 +78,7 @@ func newServer(o options, version string) *server {
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
 	}), pages: o.Pages, opts: o, log: o.Logger}
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
-		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle,
+		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle, KeepAwake: o.KeepAwake,
 		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait, Store: o.Store,
 		RecordBehind: o.RecordBehind, OnEnd: o.OnEnd, MoreStats: o.MoreStats})
 	set := o.Templates

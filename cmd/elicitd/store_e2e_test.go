@@ -83,8 +83,21 @@ func (s *httpServer) kill(t *testing.T) {
 // SIGKILL and started again on the same data directory: the client's retry with the latest
 // requestState goes on with the kept answer and the attempts used, and completes.
 func TestAQuestionOutlivesAKilledProcess(t *testing.T) {
+	for _, awake := range []bool{false, true} {
+		t.Run(map[bool]string{false: "hibernating", true: "awake"}[awake], func(t *testing.T) {
+			outlivesAKill(t, awake)
+		})
+	}
+}
+
+// outlivesAKill is TestAQuestionOutlivesAKilledProcess, the call hibernating between its
+// rounds or (awake) held by the process killed.
+func outlivesAKill(t *testing.T, awake bool) {
 	dir := t.TempDir()
 	args := []string{"--store", "embedded", "--data-dir", dir}
+	if awake {
+		args = append(args, "--keep-awake")
+	}
 	before := startHTTPWith(t, args)
 	first, err := pullByHand(t, before, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
 	require.NoError(t, err)
@@ -108,7 +121,11 @@ func TestAQuestionOutlivesAKilledProcess(t *testing.T) {
 	assert.Equal(t, "completed", out["status"], "%v", out)
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(36)}, out["data"])
 	assert.EqualValues(t, 3, out["attempts"], "the attempts made before the kill count: %v", out)
-	assert.Contains(t, after.stderr.String(), "took a question over")
+	if awake {
+		assert.Contains(t, after.stderr.String(), "took a question over")
+	} else {
+		assert.NotContains(t, after.stderr.String(), "took a question over", "a hibernating question is woken, not taken over")
+	}
 
 	// The state used before the kill is still used after it.
 	again := structured(t, round(t, after, second.RequestState, 2, map[string]any{"age": 40}))
