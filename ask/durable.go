@@ -99,6 +99,9 @@ type durable struct {
 	// The result recordEnd recorded, encoded: what the call's memory keeps for a resend
 	// (forget), without encoding it again.
 	endSent []byte
+	// The record of a hibernating call another node held, as this node woke it (wakePure):
+	// that node is told once this node's first write has landed.
+	wokeFrom *store.Record
 }
 
 // pendingClaim is a round claimed for a response, as the record keeps it: written on its own
@@ -163,6 +166,10 @@ type pending struct {
 func (c *call) write(ctx context.Context, change func(r *store.Record) error) error {
 	c.wmu.Lock()
 	err := c.writeLocked(ctx, change)
+	var woke *store.Record
+	if err == nil {
+		woke, c.wokeFrom = c.wokeFrom, nil
+	}
 	var due []Ending
 	switch {
 	case c.fenced:
@@ -171,6 +178,9 @@ func (c *call) write(ctx context.Context, change func(r *store.Record) error) er
 		due, c.endsDue = c.endsDue, nil
 	}
 	c.wmu.Unlock()
+	if woke != nil {
+		c.el.woke(*woke)
+	}
 	for _, e := range due {
 		c.el.onEnd(e)
 	}
@@ -275,7 +285,9 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 		if err != nil {
 			return err
 		}
-		if cur.Node != c.el.node || cur.Epoch != c.rec.Epoch {
+		if cur.Node != c.el.node || cur.Epoch != c.rec.Epoch || cur.State == stateClosed {
+			// Taken over; or, its question ended while it hibernated (its deadline, a
+			// cancel), and this node's wake lost to that (hibernate.go).
 			c.fenced = true
 			return errFenced
 		}

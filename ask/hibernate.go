@@ -391,3 +391,30 @@ func (el *Elicitor) closeOut(ctx context.Context, rec store.Record, st requestSt
 	el.begin(ctx, c, start)
 	return c.next(ctx), nil
 }
+
+// wakePure wakes c, a pure tool's hibernating call, for the retry that claims round st.Round
+// (c holds the claim, and its replay the log with it): with no write of its own first. The
+// claim and this node's epoch ride with the write that records what the round returns (the
+// next question, or the result): one compare-and-set a round, as for a pure call awake. If
+// another request wakes the call first, on another node, that write fails and this run's
+// result is dropped; the store says what the retry gets.
+func (el *Elicitor) wakePure(ctx context.Context, c *call, rec store.Record, st requestState, start handler) (result, error) {
+	base := rec
+	base.Node, base.Epoch, base.Asleep = el.node, rec.Epoch+1, false
+	claim := c.replay[len(c.replay)-1]
+	claim.Prompt, claim.Attempts = "", rec.Attempts // set by apply, from the record
+	c.rec = &base
+	c.pend = &pendingClaim{round: st.Round, sum: c.claimSum, log: claim}
+	if rec.Node == el.node {
+		el.dropSleeper(rec.Owner, rec.Question, rec.ID) // before its question is asked again, under its id
+	} else {
+		c.wokeFrom = &rec // told once this node's write has landed
+	}
+	el.begin(ctx, c, start)
+	r := c.next(ctx)
+	if c.isFenced() {
+		return result{}, fmt.Errorf("%w: woken elsewhere first", store.ErrConflict) // look again
+	}
+	c.settle(st.Round, r)
+	return r, nil
+}

@@ -196,7 +196,7 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, o toolOpt
 		return fail(errStopping)
 	}
 	if req.Params.RequestState != "" {
-		return el.resume(ctx, req, o.replayable, start)
+		return el.resume(ctx, req, o, start)
 	}
 	c := el.newCall(req, el.Owner(req), el.idPrefix+strconv.FormatUint(el.callSeq.Add(1), 36), o.replayable)
 	c.pure = o.pure
@@ -597,7 +597,7 @@ var errUsed = stateError("used", "this requestState has already been used; a req
 // resume is the pull era's second and later calls: it checks the requestState, hands the
 // response to the question asked, and returns what the call returns next. A call this node
 // does not hold is the store's to find (durable.go).
-func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest, replayable bool, start handler) result {
+func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest, o toolOptions, start handler) result {
 	owner := el.Owner(req)
 	st, e := el.openState(req.Params, owner)
 	if e != nil {
@@ -609,13 +609,13 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest, replay
 		if r, elsewhere := c.resume(ctx, st, req.Params.Arguments, resp, has); !elsewhere {
 			return r
 		}
-		return el.resumeStored(ctx, owner, st, req, replayable, start)
+		return el.resumeStored(ctx, owner, st, req, o, start)
 	}
 	if r, ok := ended.again(st.Round, resp, has); ok {
 		return r // an identical resend of the call's last request
 	}
 	if el.store != nil {
-		return el.resumeStored(ctx, owner, st, req, replayable, start)
+		return el.resumeStored(ctx, owner, st, req, o, start)
 	}
 	how := ended.how
 	if how == "" && !strings.HasPrefix(st.ID, el.idPrefix) {

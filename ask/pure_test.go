@@ -16,9 +16,13 @@ import (
 // answered at once costs two writes (its round handed out, then claimed with the result),
 // one with a re-prompt three; and the record says what the claim-then-write protocol says.
 func TestAPureToolClaimsARoundWithWhatItReturns(t *testing.T) {
-	awake(t) // of a call that keeps its handler between rounds: forwarded, and its writes counted
-	for _, pure := range []bool{false, true} {
-		t.Run(map[bool]string{false: "replayable", true: "pure"}[pure], func(t *testing.T) {
+	for _, c := range []struct{ pure, awake bool }{{false, true}, {true, true}, {false, false}, {true, false}} {
+		pure := c.pure
+		name := map[bool]string{false: "replayable", true: "pure"}[pure] + map[bool]string{false: ", hibernating", true: ", awake"}[c.awake]
+		t.Run(name, func(t *testing.T) {
+			if c.awake {
+				awake(t)
+			}
 			pureTools = pure
 			t.Cleanup(func() { pureTools = false })
 			counted := &countingStore{Store: memory.New(memory.Options{})}
@@ -51,7 +55,10 @@ func TestAPureToolClaimsARoundWithWhatItReturns(t *testing.T) {
 			require.Len(t, rec.Log, 2)
 			assert.Equal(t, firstPrompt, rec.Log[0].Prompt)
 			assert.NotEqual(t, rec.Log[0].Prompt, rec.Log[1].Prompt, "each claim names the round it answered")
-			want := map[bool]int64{false: 5, true: 3}[pure] // create, (claim,) hand, (claim,) end
+			// Create, (claim,) hand, (claim,) end: hibernating too, whose wakes write nothing
+			// of their own (a pure call's rides with what the round returns; another's is
+			// its claim's).
+			want := map[bool]int64{false: 5, true: 3}[pure]
 			assert.Equal(t, want, counted.writes.Load(), "writes for a question of two rounds")
 
 			// An identical resend of the last request, and a used state, as without Pure.

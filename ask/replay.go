@@ -32,7 +32,8 @@ import (
 // resumeStored is a retry for a call this node does not hold: the store says where it is
 // and how far it got; the retry is answered from the record (an identical resend), by the
 // node holding the call (forwarded), or by taking the call over.
-func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestState, req *mcp.CallToolRequest, replayable bool, start handler) result {
+func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestState, req *mcp.CallToolRequest, o toolOptions, start handler) result {
+	replayable := o.replayable
 	resp, has := req.Params.InputResponses[inputKey(st.Round)]
 	sum := ""
 	if has {
@@ -128,7 +129,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		if !replayable {
 			return fail(stateError("finished", "the server that asked that question has stopped, and %s cannot be taken over (it is not replayable); call the tool again without requestState", req.Params.Name))
 		}
-		r, err := el.takeOver(ctx, rec, absent, st, req, resp, sum, resend, start)
+		r, err := el.takeOver(ctx, rec, absent, st, req, resp, sum, resend, o.pure, start)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			// Another node moved it first, or the compare-and-set failed and the store
 			// said it is gone: look again, at what the leader has.
@@ -155,7 +156,7 @@ func (el *Elicitor) read(ctx context.Context, owner, id string, latest bool) (st
 // takeOver makes this node rec's, claiming st's round for resp (unless resend: it was
 // claimed with it already), and replays the handler. absent: rec is not in the store (it
 // was made from the requestState), and is created there; ErrConflict if it is there by now.
-func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool, st requestState, req *mcp.CallToolRequest, resp mcp.InputResponse, sum string, resend bool, start handler) (result, error) {
+func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool, st requestState, req *mcp.CallToolRequest, resp mcp.InputResponse, sum string, resend, pure bool, start handler) (result, error) {
 	next := rec
 	next.Node, next.Epoch, next.Asleep = el.node, rec.Epoch+1, false
 	if !resend {
@@ -180,6 +181,10 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 			return result{}, fmt.Errorf("%w: the call moved on", store.ErrConflict) // look again
 		}
 		return r, nil
+	}
+	c.pure = pure
+	if pure && rec.Asleep && !resend && !absent {
+		return el.wakePure(ctx, c, rec, st, start)
 	}
 	keepDeadline(&next)
 	var rev uint64
