@@ -132,8 +132,9 @@ type Elicitor struct {
 	// after a write behind failed).
 	recordBehind bool
 	syncFirst    atomic.Bool
-	hibernate    bool   // !Options.KeepAwake
-	node         string // this Elicitor's name among those sharing the store
+	hibernate    bool         // !Options.KeepAwake
+	sleepers     atomic.Int64 // hibernating questions this node holds the timers of
+	node         string       // this Elicitor's name among those sharing the store
 	stopRelay    func()
 	stopping     atomic.Bool  // Close has begun
 	onEnd        func(Ending) // Options.OnEnd
@@ -212,11 +213,12 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 	if el.stopRelay != nil {
 		el.stopRelay() // retries go to the other nodes from now on
 	}
+	asleep := el.sleepers.Load() > 0
 	if err := el.reg.Close(ctx, reason); err != nil {
 		return err
 	}
 	if el.roster != nil {
-		el.roster.close()
+		el.roster.close(asleep)
 	}
 	el.calls.each(func(c *call) { c.kill(reason) })
 	select {

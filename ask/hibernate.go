@@ -77,6 +77,7 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 	c.sleeping = true
 	c.disarm()
 	c.mu.Unlock()
+	el.sleepers.Add(1)
 	// From here a retry finds no call here, and takes the record over (wakes it).
 	el.calls.end(c, endedCall{}, false)
 	_ = e.Cancel(elicitation.Operator) // its end is not the question's: s takes its place
@@ -243,7 +244,9 @@ func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error 
 // drop takes s out of the registry (with o: its question ended so) and stops its timer.
 func (s *sleeper) drop(o *elicitation.Outcome) {
 	s.Release()
-	s.el.reg.Drop(s, o)
+	if s.el.reg.Drop(s, o) {
+		s.el.sleepers.Add(-1)
+	}
 }
 
 // Extend moves the question's deadline d later, within its lifetime, in its record.
@@ -417,4 +420,43 @@ func (el *Elicitor) wakePure(ctx context.Context, c *call, rec store.Record, st 
 	}
 	c.settle(st.Round, r)
 	return r, nil
+}
+
+// adoptAsleep takes over the timers of the questions that dead, a node that is gone, held
+// asleep: each record is made this node's (the next epoch, still asleep), and a sleeper
+// here ends it at its deadline, or at once if that has passed. Called by the survivor that
+// swept dead's roster (roster.go); it reads the whole store once.
+func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
+	sc, ok := el.store.(store.Scanner)
+	if !ok || !el.hibernate {
+		return
+	}
+	recs, err := sc.All(ctx)
+	if err != nil {
+		el.log.Warn("cannot read the questions a node that is gone held asleep", "node", dead, "error", err.Error())
+		return
+	}
+	n := 0
+	for _, rec := range recs {
+		if rec.Era != "pull" || rec.State != "active" || !rec.Asleep || rec.Node != dead {
+			continue
+		}
+		next := rec
+		next.Node, next.Epoch = el.node, rec.Epoch+1
+		if _, err := el.store.Update(ctx, next); err != nil {
+			continue // woken meanwhile, or the store is away (a retry still wakes it)
+		}
+		s := &sleeper{el: el, call: rec.ID, owner: rec.Owner, epoch: next.Epoch, snap: elicitation.Snapshot{
+			ID: rec.Question, Title: rec.Title, Tool: rec.Tool, State: elicitation.Active, Round: rec.Handed,
+			Attempt: rec.Attempts, MaxAttempts: el.maxAttempts, MaxRounds: el.maxRounds, Created: rec.Created, Deadline: rec.Due}}
+		if el.reg.Adopt(rec.Owner, s) != nil {
+			continue // this node is stopping
+		}
+		el.sleepers.Add(1)
+		s.arm(rec.Due)
+		n++
+	}
+	if n > 0 {
+		el.log.Info("took over the questions a node that is gone held asleep", "node", dead, "questions", n)
+	}
 }

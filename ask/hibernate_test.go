@@ -155,3 +155,36 @@ func TestExtendAndCancelReachAHibernatingQuestion(t *testing.T) {
 	again := a.manage(t, "cancel_elicitation", map[string]any{"id": id})
 	assert.Equal(t, ask.CodeNotFound, again["code"])
 }
+
+// When the node holding a hibernating question's timer is gone, the survivor that sweeps its
+// roster takes the timer over: the question is listed there, and ends at its deadline,
+// reported once.
+func TestAGoneNodesHibernatingQuestionsEndOnTime(t *testing.T) {
+	heard := &byKey{}
+	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
+	t.Cleanup(func() { nodeOptions = nil })
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	mem := memory.New(memory.Options{Clock: clk})
+	nodes := newClusterOn(t, clk, 2, mem, &memory.Relay{})
+	a, b := nodes[0], nodes[1]
+	first := a.call(t, "", 0, nil)
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+
+	clk.Add(5 * time.Second) // B's next look at the rosters
+	require.Eventually(t, func() bool { return b.el.Registry().Len() == 1 }, 5*time.Second, time.Millisecond,
+		"B takes over the timer of the question A held asleep")
+	listed := b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+	require.Len(t, listed, 1)
+	assert.Empty(t, heard.get())
+
+	clk.Add(time.Minute) // the question's deadline
+	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "ended at its deadline, by B")
+	for _, ends := range heard.get() {
+		require.Len(t, ends, 1)
+		assert.Equal(t, elicitation.TimedOut, ends[0].State)
+	}
+	p := payload(t, b, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
+	assert.Len(t, heard.get(), 1, "reported once")
+}

@@ -58,7 +58,9 @@ func (el *Elicitor) startRoster() {
 		return
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	r := &roster{el: el, open: map[string]store.OpenQuestion{}, stop: cancel, done: make(chan struct{})}
+	// Written at once: a node's roster is how the others learn it has died, and take over
+	// the questions it held asleep (hibernate.go), though it never had a push-era one.
+	r := &roster{el: el, open: map[string]store.OpenQuestion{}, dirty: true, stop: cancel, done: make(chan struct{})}
 	el.roster = r
 	go r.run(ctx, el.clk)
 }
@@ -78,10 +80,19 @@ func (r *roster) remove(id string) {
 }
 
 // close stops the roster's loop and deletes its record: a node that stops ends its own
-// questions.
-func (r *roster) close() {
+// push-era questions. One that held hibernating questions (asleep) leaves its roster,
+// emptied, instead: the first survivor to sweep it takes those questions' timers over.
+func (r *roster) close(asleep bool) {
 	r.stop()
 	<-r.done
+	if asleep {
+		r.mu.Lock()
+		clear(r.open)
+		r.mu.Unlock()
+		if r.write(context.Background()) == nil {
+			return
+		}
+	}
 	if r.rec != nil {
 		_ = r.el.store.Delete(context.Background(), rosterOwner, r.el.node, r.rec.Revision)
 	}
@@ -173,6 +184,7 @@ func (r *roster) sweep(ctx context.Context) {
 		if err := el.store.Delete(ctx, rosterOwner, rec.ID, rec.Revision); err != nil {
 			continue // another survivor swept it first, or the store is away: the next sweep sees
 		}
+		el.adoptAsleep(ctx, rec.Node)
 		now := el.clk.Now()
 		for _, q := range rec.Open {
 			el.swept.Add(1)

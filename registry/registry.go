@@ -206,6 +206,36 @@ func (r *Registry) Resume(ownerID, id string, spec elicitation.Spec) (*elicitati
 	if _, taken := r.byID[id]; taken {
 		return nil, fmt.Errorf("%w: %q", ErrTaken, id)
 	}
+	o := r.ownerOf(ownerID)
+	e, err := elicitation.Start(id, spec, r.env)
+	if err != nil {
+		return nil, err // unreachable: spec was checked above
+	}
+	r.byID[id] = entry{m: e, owner: o, name: ownerID}
+	o.live[id] = e
+	return e, nil
+}
+
+// Adopt holds m, a hibernating question's stand-in that no actor here preceded (this node
+// takes over the sleeping questions of a node that died), for owner, until Drop: it is not
+// a new start. ErrClosed, or ErrTaken if a member is held under its id.
+func (r *Registry) Adopt(ownerID string, m Member) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.closed {
+		return ErrClosed
+	}
+	if _, taken := r.byID[m.ID()]; taken {
+		return fmt.Errorf("%w: %q", ErrTaken, m.ID())
+	}
+	o := r.ownerOf(ownerID)
+	r.byID[m.ID()] = entry{m: m, owner: o, name: ownerID}
+	o.live[m.ID()] = m
+	return nil
+}
+
+// ownerOf returns owner's record, made if there is none (r.mu held).
+func (r *Registry) ownerOf(ownerID string) *owner {
 	o := r.byOwner[ownerID]
 	if o == nil {
 		o = &owner{live: make(map[string]Member)}
@@ -214,13 +244,7 @@ func (r *Registry) Resume(ownerID, id string, spec elicitation.Spec) (*elicitati
 		}
 		r.byOwner[ownerID] = o
 	}
-	e, err := elicitation.Start(id, spec, r.env)
-	if err != nil {
-		return nil, err // unreachable: spec was checked above
-	}
-	r.byID[id] = entry{m: e, owner: o, name: ownerID}
-	o.live[id] = e
-	return e, nil
+	return o
 }
 
 // Hibernate makes s take the place of the live actor e when e ends: the caller then ends e

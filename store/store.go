@@ -143,6 +143,13 @@ type Replicated interface {
 	GetLatest(ctx context.Context, owner, id string) (Record, error)
 }
 
+// Scanner is a Store that can read every live record, of every owner (rosters included):
+// what a node that finds another dead reads, once, to take over the questions that node
+// held asleep, whose owners it does not know.
+type Scanner interface {
+	All(ctx context.Context) ([]Record, error)
+}
+
 // HealthChecker is a Store that can tell, without a round trip, whether it can be reached
 // now (its connection is up): a node's readiness for a load balancer.
 type HealthChecker interface {

@@ -246,6 +246,16 @@ func (s *Store) Delete(ctx context.Context, owner, id string, rev uint64) error 
 }
 
 func (s *Store) List(ctx context.Context, owner string) ([]store.Record, error) {
+	return s.list(ctx, &owner)
+}
+
+var _ store.Scanner = (*Store)(nil)
+
+// All returns every live record, of every owner.
+func (s *Store) All(ctx context.Context) ([]store.Record, error) { return s.list(ctx, nil) }
+
+// list returns owner's records; with owner nil, everyone's.
+func (s *Store) list(ctx context.Context, owner *string) ([]store.Record, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
@@ -256,10 +266,18 @@ func (s *Store) List(ctx context.Context, owner string) ([]store.Record, error) 
 		val []byte
 		rev uint64
 	}
-	m := s.owners[store.OwnerDigest(owner)]
-	vals := make([]held, 0, len(m))
-	for _, e := range m {
-		vals = append(vals, held{e.val, e.rev})
+	var vals []held
+	add := func(m map[string]*entry) {
+		for _, e := range m {
+			vals = append(vals, held{e.val, e.rev})
+		}
+	}
+	if owner != nil {
+		add(s.owners[store.OwnerDigest(*owner)])
+	} else {
+		for _, m := range s.owners {
+			add(m)
+		}
 	}
 	s.mu.Unlock()
 	out := make([]store.Record, 0, len(vals))
@@ -268,7 +286,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]store.Record, error) 
 		if err != nil {
 			return nil, err
 		}
-		if r.Owner == owner { // a digest collision is not a way into another's records
+		if owner == nil || r.Owner == *owner { // a digest collision is not a way into another's records
 			out = append(out, r)
 		}
 	}

@@ -539,6 +539,20 @@ func (s *Store) Delete(ctx context.Context, owner, id string, rev uint64) error 
 const listBatch = 256
 
 func (s *Store) List(ctx context.Context, owner string) ([]store.Record, error) {
+	return s.list(ctx, &owner)
+}
+
+var _ store.Scanner = (*Store)(nil)
+
+// All returns every live record, of every owner: one pass over the bucket's last values.
+func (s *Store) All(ctx context.Context) ([]store.Record, error) { return s.list(ctx, nil) }
+
+// list returns owner's live records; with owner nil, everyone's.
+func (s *Store) list(ctx context.Context, owner *string) ([]store.Record, error) {
+	filter := s.pre + "q.*.*"
+	if owner != nil {
+		filter = s.pre + store.OwnerPrefix(*owner) + "*"
+	}
 	ctx, cancel, err := s.begin(ctx)
 	if err != nil {
 		return nil, err
@@ -546,7 +560,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]store.Record, error) 
 	defer cancel()
 	cons, err := s.js.CreateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
 		Description:       "elicitd list",
-		FilterSubject:     s.pre + store.OwnerPrefix(owner) + "*",
+		FilterSubject:     filter,
 		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
 		AckPolicy:         jetstream.AckNonePolicy,
 		MemoryStorage:     true,
@@ -584,7 +598,7 @@ func (s *Store) List(ctx context.Context, owner string) ([]store.Record, error) 
 			if err != nil {
 				return nil, err
 			}
-			if r.Owner == owner && r.Deadline.After(now) {
+			if (owner == nil || r.Owner == *owner) && r.Deadline.After(now) {
 				out = append(out, r)
 			}
 		}

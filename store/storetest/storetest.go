@@ -61,6 +61,7 @@ func Run(t *testing.T, newStore Factory) {
 		{"Delete", store.Limits{}, testDelete},
 		{"ListOneOwner", store.Limits{}, testList},
 		{"OwnersAreIsolated", store.Limits{}, testOwners},
+		{"AllOwners", store.Limits{}, testAll},
 		{"ExpiresAtDeadline", store.Limits{}, testExpiry},
 		{"UpdatedRecordStillExpires", store.Limits{}, testUpdatedExpires},
 		{"ExtendMovesExpiry", store.Limits{}, testExtend},
@@ -742,4 +743,31 @@ func RunRelay(t *testing.T, r store.Relay) {
 	stop()
 	_, err = r.Send(ctx, "node-a", []byte("hello"))
 	require.ErrorIs(t, err, store.ErrNoNode, "a node no longer served")
+}
+
+// testAll: a store.Scanner reads every owner's live records, and only live ones.
+func testAll(e *env) {
+	sc, ok := e.s.(store.Scanner)
+	if !ok {
+		e.Fatalf("%T is not a store.Scanner", e.s)
+	}
+	base := e.now()
+	want := map[string]store.Record{}
+	for i, owner := range []string{"alice", "bob", "carol.with.dots"} {
+		for j := range 2 {
+			r := e.create(Sample(owner, fmt.Sprintf("A%d%d", i, j), base, base.Add(time.Hour)))
+			want[owner+"/"+r.ID] = r
+		}
+	}
+	gone := want["bob/A10"]
+	require.NoError(e, e.s.Delete(e.ctx(), "bob", gone.ID, gone.Revision))
+	delete(want, "bob/A10")
+	got, err := sc.All(e.ctx())
+	require.NoError(e, err)
+	require.Len(e, got, len(want))
+	for _, r := range got {
+		w, ok := want[r.Owner+"/"+r.ID]
+		require.True(e, ok, "%s/%s is not one of the live records", r.Owner, r.ID)
+		same(e, w, r)
+	}
 }
