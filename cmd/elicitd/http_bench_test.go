@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -19,9 +18,9 @@ import (
 // personAnswer is the valid answer to bare.PersonSchema every HTTP benchmark client gives.
 var personAnswer = map[string]any{"name": "Ada", "age": 36, "email": "ada@example.com"}
 
-// httpWarmUp is how many calls each sub-benchmark of BenchmarkHTTPRoundTrip makes, per
-// goroutine, before it starts the clock: connections, the servers' first calls and the
-// embedded store's first writes are not measured.
+// httpWarmUp is how many calls each server of a BenchmarkHTTPRoundTrip sub-benchmark
+// answers, per goroutine, before the clock starts: connections, the servers' first calls and
+// the embedded store's first writes are not measured.
 const httpWarmUp = 8
 
 // BenchmarkHTTPRoundTrip guards the Streamable HTTP figures: whole answered tool calls over
@@ -37,33 +36,36 @@ const httpWarmUp = 8
 // answer), from 1 and 16 goroutines sharing one client session, as
 // BenchmarkHTTPRoundTrip/ERA/cN/SERVER.
 //
-// One op is one completed tools/call, both rounds of the pull era included; each run starts
-// its own server and makes httpWarmUp calls per goroutine before the clock starts. It
-// reports calls/s and server-cpu-us/call (the server process's CPU time over the timed
-// calls, per call; see processCPU), and for elicitd, beside the bare server's latest run in
-// the same era and concurrency (run just before it unless -bench leaves bare out), x-bare
-// (its calls/s as a fraction of bare's) and cpu-x-bare (its CPU per call as a multiple of
-// bare's). The servers run one after another, not in turns: compare ratios from one run.
+// One op is one completed tools/call of the sub-benchmark's server, both rounds of the pull
+// era included. Each run starts its server, and for elicitd a bare server beside it, and
+// makes httpWarmUp calls per goroutine to each before the clock starts. elicitd and bare then
+// take turns in batches of calls (rotating who goes first), as in BenchmarkRoundTrip, so
+// that a machine whose speed drifts slows both alike; the clock stops for bare's batches,
+// which make as many calls as elicitd's. It reports the server's calls/s and
+// server-cpu-us/call (its process's CPU time over its timed calls, per call; see
+// processCPU), and for elicitd x-bare (its calls/s as a fraction of bare's: above 1 is
+// faster) and cpu-x-bare (its CPU per call as a multiple of bare's: above 1 costs more).
 //
 //	go test ./cmd/elicitd -run '^$' -bench BenchmarkHTTPRoundTrip -benchtime 300x
 func BenchmarkHTTPRoundTrip(b *testing.B) {
 	for _, era := range []struct{ name, version string }{{"push", "2025-11-25"}, {"pull", "2026-07-28"}} {
 		for _, conc := range []int{1, 16} {
-			var ref *httpFigures // bare's latest run in this era and concurrency
 			for _, server := range []string{"bare", "memory", "embedded"} {
 				b.Run(fmt.Sprintf("%s/c%d/%s", era.name, conc, server), func(b *testing.B) {
-					f := httpRoundTrips(b, server, era.version, conc)
-					b.ReportMetric(f.callsPerSecond, "calls/s")
-					b.ReportMetric(f.cpuPerCall.Seconds()*1e6, "server-cpu-us/call")
-					if server == "bare" {
-						ref = &f
+					r := startHTTPRun(b, server, era.version, conc)
+					var ref *httpRun
+					if server != "bare" {
+						ref = startHTTPRun(b, "bare", era.version, conc)
+					}
+					timeHTTPRuns(b, conc, r, ref)
+					b.ReportMetric(r.callsPerSecond(), "calls/s")
+					b.ReportMetric(r.cpuPerCall().Seconds()*1e6, "server-cpu-us/call")
+					if ref == nil {
 						return
 					}
-					if ref != nil {
-						b.ReportMetric(f.callsPerSecond/ref.callsPerSecond, "x-bare")
-						if ref.cpuPerCall > 0 { // 0: no CPU-time clock to read (not Linux)
-							b.ReportMetric(f.cpuPerCall.Seconds()/ref.cpuPerCall.Seconds(), "cpu-x-bare")
-						}
+					b.ReportMetric(r.callsPerSecond()/ref.callsPerSecond(), "x-bare")
+					if ref.cpuPerCall() > 0 { // 0: no CPU-time clock to read (not Linux)
+						b.ReportMetric(r.cpuPerCall().Seconds()/ref.cpuPerCall().Seconds(), "cpu-x-bare")
 					}
 				})
 			}
@@ -71,16 +73,17 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 	}
 }
 
-// httpFigures is what one run of a BenchmarkHTTPRoundTrip sub-benchmark measured.
-type httpFigures struct {
-	callsPerSecond float64
-	cpuPerCall     time.Duration // the server process's
+// httpRun is a server process of BenchmarkHTTPRoundTrip with its answering client session,
+// and what its batches measured.
+type httpRun struct {
+	*implRun
+	asked *atomic.Int64 // elicitations the client has answered, warm-up included
 }
 
-// httpRoundTrips starts server, connects one client session speaking version, warms it up,
-// then times b.N calls from conc goroutines. It fails b on any call that does not complete
-// with the answer, or that did not take exactly one elicitation.
-func httpRoundTrips(b *testing.B, server, version string, conc int) httpFigures {
+// startHTTPRun starts server, connects one client session speaking version to it, and warms
+// them up with httpWarmUp calls from each of conc goroutines. Its call fails unless the call
+// completes with the answer. Server and session end when b does.
+func startHTTPRun(b *testing.B, server, version string, conc int) *httpRun {
 	common := []string{"--rate", "0", "--max-live", "100000", "--log-level", "error"}
 	tool, args := "ask_user", map[string]any{"message": "Who?", "schema": bare.PersonSchema}
 	var s *httpServer
@@ -96,59 +99,74 @@ func httpRoundTrips(b *testing.B, server, version string, conc int) httpFigures 
 		b.Fatalf("no server %q", server)
 	}
 	cs, asked := answeringHTTPSession(b, s, version, conc)
-	call := func() error {
-		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
-		defer cancel()
-		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
-		switch {
-		case err != nil:
-			return fmt.Errorf("%s: %w", server, err)
-		case res.IsError || res.NeedsInput() || !strings.Contains(resultText(res), `"Ada"`):
-			return fmt.Errorf("%s: the call did not complete with the answer: %s", server, resultText(res))
-		}
-		return nil
-	}
-	if err := httpCalls(conc, httpWarmUp*conc, call); err != nil {
-		b.Fatal(err)
-	}
-	if n := asked.Load(); n != int64(httpWarmUp*conc) {
-		b.Fatalf("%s: %d elicitations for %d warm-up calls", server, n, httpWarmUp*conc)
-	}
 	pid := s.cmd.Process.Pid
-	cpu0 := processCPU(pid)
-	b.ResetTimer()
-	err := httpCalls(conc, b.N, call)
-	b.StopTimer()
-	cpu := processCPU(pid) - cpu0
-	if err != nil {
+	r := &httpRun{asked: asked, implRun: &implRun{
+		impl: server,
+		cpu:  func() time.Duration { return processCPU(pid) },
+		call: func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+			defer cancel()
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
+			switch {
+			case err != nil:
+				return fmt.Errorf("%s: %w", server, err)
+			case res.IsError || res.NeedsInput() || !strings.Contains(resultText(res), `"Ada"`):
+				return fmt.Errorf("%s: the call did not complete with the answer: %s", server, resultText(res))
+			}
+			return nil
+		},
+	}}
+	if err := r.batch(conc, httpWarmUp*conc); err != nil {
 		b.Fatal(err)
 	}
-	if n := asked.Load() - int64(httpWarmUp*conc); n != int64(b.N) {
-		b.Fatalf("%s: %d elicitations for %d calls", server, n, b.N)
-	}
-	return httpFigures{callsPerSecond: float64(b.N) / b.Elapsed().Seconds(), cpuPerCall: cpu / time.Duration(b.N)}
+	r.checkAsked(b)
+	r.lat, r.busy, r.serverCPU = nil, 0, 0
+	asked.Store(0)
+	return r
 }
 
-// httpCalls makes n calls from conc goroutines and returns the first error, after which no
-// goroutine starts another call.
-func httpCalls(conc, n int, call func() error) error {
-	var next atomic.Int64
-	var first error
-	var once sync.Once
-	var wg sync.WaitGroup
-	for range conc {
-		wg.Go(func() {
-			for next.Add(1) <= int64(n) {
-				if err := call(); err != nil {
-					once.Do(func() { first = err })
-					next.Store(int64(n)) // no more calls
-					return
-				}
-			}
-		})
+// checkAsked fails b unless the client answered exactly one elicitation per call measured.
+func (r *httpRun) checkAsked(b *testing.B) {
+	if n := r.asked.Load(); n != int64(len(r.lat)) {
+		b.Fatalf("%s: %d elicitations for %d calls", r.impl, n, len(r.lat))
 	}
-	wg.Wait()
-	return first
+}
+
+func (r *httpRun) callsPerSecond() float64 { return float64(len(r.lat)) / r.busy.Seconds() }
+
+func (r *httpRun) cpuPerCall() time.Duration { return r.serverCPU / time.Duration(len(r.lat)) }
+
+// timeHTTPRuns makes b.N calls to r from conc goroutines with the clock running, and as
+// many to ref (when not nil) with it stopped, the two taking turns in batches.
+func timeHTTPRuns(b *testing.B, conc int, r, ref *httpRun) {
+	size := 8 * conc
+	b.ResetTimer()
+	for round := 0; round*size < b.N; round++ {
+		n := min(size, b.N-round*size)
+		turns := []*httpRun{r, ref}
+		if round%2 == 1 {
+			turns[0], turns[1] = ref, r
+		}
+		for _, t := range turns {
+			if t == nil {
+				continue
+			}
+			if t == ref {
+				b.StopTimer()
+			}
+			if err := t.batch(conc, n); err != nil {
+				b.Fatal(err)
+			}
+			if t == ref {
+				b.StartTimer()
+			}
+		}
+	}
+	b.StopTimer()
+	r.checkAsked(b)
+	if ref != nil {
+		ref.checkAsked(b)
+	}
 }
 
 // answeringHTTPSession connects a go-sdk client speaking version to s over Streamable HTTP,
