@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -66,6 +67,13 @@ func BenchmarkStoreCalls(b *testing.B) {
 // is stopped with SIGTERM when b ends.
 func startQuiet(b testing.TB, args []string) *httpServer {
 	b.Helper()
+	return startListening(b, bin, args)
+}
+
+// startListening is startQuiet for any server binary taking --http ADDR (elicitd, or the
+// bare server): it runs binary --http ADDR args... on a free loopback port.
+func startListening(b testing.TB, binary string, args []string) *httpServer {
+	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -73,7 +81,7 @@ func startQuiet(b testing.TB, args []string) *httpServer {
 	addr := l.Addr().String()
 	l.Close()
 	s := &httpServer{url: "http://" + addr + "/mcp", stderr: &syncBuffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(bin, append([]string{"--http", addr}, args...)...)
+	s.cmd = exec.Command(binary, append([]string{"--http", addr}, args...)...)
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		b.Fatal(err)
@@ -100,9 +108,9 @@ func startQuiet(b testing.TB, args []string) *httpServer {
 			c.Close()
 		}
 		return err == nil
-	}, failsafe, 5*time.Millisecond, "elicitd %v does not listen on %s:\n%s", args, addr, s.stderr.String())
+	}, failsafe, 5*time.Millisecond, "%s %v does not listen on %s:\n%s", filepath.Base(binary), args, addr, s.stderr.String())
 	if gone {
-		b.Fatalf("elicitd %v exited before listening: %v\n%s", args, exited, s.stderr.String())
+		b.Fatalf("%s %v exited before listening: %v\n%s", filepath.Base(binary), args, exited, s.stderr.String())
 	}
 	return s
 }
