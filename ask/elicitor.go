@@ -410,10 +410,9 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	if q.Form == nil && q.Wire == nil {
 		return elicitation.Outcome{}, Errorf(CodeInvalidForm, "invalid_spec", "ask: Question.Form is required")
 	}
-	m := clientModes(c.req)
-	way, ok := wayFor(c, q, m)
-	if !ok {
-		return elicitation.Outcome{}, el.unsupported(q)
+	pl, perr := el.planFor(c, q, clientModes(c.req))
+	if perr != nil {
+		return elicitation.Outcome{}, perr
 	}
 	spec := elicitation.Spec{Title: q.Title, Tool: c.req.Params.Name, Message: q.Message, Continue: q.Then,
 		Timeout: clamp(q.Timeout, time.Second, el.timeout), MaxAttempts: clamp(q.MaxAttempts, 1, el.maxAttempts),
@@ -427,24 +426,12 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 			return q.Reprompt(errs, n)
 		}
 	}
-	if q.Wire != nil {
-		spec.Form = q.Wire
-	} else {
-		form, split := q.Form, (*validator.Compiled)(nil)
-		if way.page && m.form {
-			// The plain fields in form mode, then the rest on the page; else all there.
-			split = form.SplitForPage()
-		}
-		if split != nil {
-			form = split
-		}
-		spec.Form = asked(form, m.form)
-		if split != nil || form.Conditional() {
-			spec.Continue = rounds(form, q.Message, q.Then, m.form)
-		}
+	spec.Form = pl.form
+	if pl.own {
+		spec.Continue = pl.then
 	}
 	var stop func()
-	spec.Prompter, stop = way.prompter(ctx, c, q)
+	spec.Prompter, stop = pl.way.prompter(ctx, c, q)
 	defer stop()
 	if c.pull && el.pullIdle > 0 {
 		spec.Idle = el.pullIdle
@@ -511,46 +498,6 @@ func (c *call) refused(err error) {
 var errNotInCall = Errorf(CodeFailed, "not_in_a_call",
 	"ask: the context is not that of a tool handler registered with ask.AddTool, Elicitor.Add or Elicitor.Handler")
 
-// way is one way to put a question to the person: a mode (form, or form and URL mode) in
-// an era. A question goes the first way that suits it and the call's client.
-type way struct {
-	suits func(c *call, q Question, m modes) bool
-	page  bool // some rounds go through elicitd's page (url.go)
-	// prompter returns the question's Prompter, and what to do once it has ended; ctx is
-	// the handler's.
-	prompter func(ctx context.Context, c *call, q Question) (elicitation.Prompter, func())
-}
-
-// ways are tried in order.
-var ways = []way{
-	{ // form, pull era
-		suits: func(c *call, q Question, m modes) bool { return c.pull && m.form && !needsPage(q) },
-		prompter: func(_ context.Context, c *call, _ Question) (elicitation.Prompter, func()) {
-			c.links = nil
-			return c, func() {} // input requests on the call's results
-		}},
-	{ // form, push era
-		suits: func(c *call, q Question, m modes) bool { return !c.pull && m.form && !needsPage(q) },
-		prompter: func(ctx context.Context, c *call, _ Question) (elicitation.Prompter, func()) {
-			prompts, stop := pushContext(ctx)
-			return pushPrompter{ss: c.req.Session, ctx: prompts}, stop
-		}},
-	{ // form and the page, pull era
-		suits: func(c *call, q Question, m modes) bool { return c.pull && m.url && c.el.onPage(q) }, page: true,
-		prompter: func(_ context.Context, c *call, q Question) (elicitation.Prompter, func()) {
-			c.links = newLinks(c.el, q.Title)
-			return c, c.links.close
-		}},
-	{ // form and the page, push era
-		suits: func(c *call, q Question, m modes) bool { return !c.pull && m.url && c.el.onPage(q) }, page: true,
-		prompter: func(ctx context.Context, c *call, q Question) (elicitation.Prompter, func()) {
-			prompts, stop := pushContext(ctx)
-			ls := newLinks(c.el, q.Title)
-			ls.ss, ls.ctx = c.req.Session, prompts
-			return pushPrompter{ss: c.req.Session, ctx: prompts, links: ls}, func() { stop(); ls.close() }
-		}},
-}
-
 // pushContext is the context of a question's push-era prompts. A prompt's
 // elicitation/create lives until the question ends, which it has when ask returns (wait sees
 // to that); then the SDK tells the client with notifications/cancelled. It keeps the call's
@@ -558,16 +505,6 @@ var ways = []way{
 // call's own.
 func pushContext(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithCancel(context.WithoutCancel(ctx))
-}
-
-// wayFor returns the first way that suits q and c's client, which declares m.
-func wayFor(c *call, q Question, m modes) (way, bool) {
-	for _, w := range ways {
-		if w.suits(c, q, m) {
-			return w, true
-		}
-	}
-	return way{}, false
 }
 
 // wait waits for e's outcome. If ctx ends first, e is cancelled for the reason ctx gives. In

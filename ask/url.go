@@ -3,7 +3,6 @@ package ask
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -54,47 +53,6 @@ func (f pageRound) Keep(content map[string]any) (map[string]any, []validator.Fie
 		return data, errs, pageRound{k}
 	}
 	return data, errs, retry
-}
-
-// asked returns how a round is sent: on the page when it asks a field that needs it, or when
-// the client has no forms.
-func asked(form *validator.Compiled, forms bool) elicitation.CompiledForm {
-	if form.NeedsPage() || !forms {
-		return pageRound{keepForm{form}}
-	}
-	return keepForm{form}
-}
-
-// needsPage reports whether q has a field only the page may ask.
-func needsPage(q Question) bool { return q.Wire == nil && q.Form != nil && q.Form.NeedsPage() }
-
-// onPage reports whether q can be asked on the page: there is one, and q is a form (a Wire
-// question's schema is sent as it is, in form mode).
-func (el *Elicitor) onPage(q Question) bool { return el.pages != nil && q.Wire == nil }
-
-// unsupported is the error for a question no way suits.
-func (el *Elicitor) unsupported(q Question) *Error {
-	if !needsPage(q) {
-		e := Errorf(CodeUnsupported, "no_form_elicitation",
-			"this client cannot show forms (it declares no form elicitation); ask the person for these in the chat instead")
-		e.Missing = q.Missing
-		if e.Missing == nil {
-			e.Missing = formMissing(q.Form)
-		}
-		return e
-	}
-	// The fields only the page may ask.
-	missing := missingOf(slices.DeleteFunc(q.Form.AskedFields(), func(f validator.Field) bool { return !f.NeedsPage() }))
-	var e *Error
-	if el.pages == nil {
-		e = Errorf(CodeUnsupported, "no_page",
-			"these fields can only be asked on elicitd's page (URL mode), which this server does not serve: %s", names(missing))
-	} else {
-		e = Errorf(CodeUnsupported, "no_url_elicitation",
-			"this client cannot open a link for the person (it declares no URL elicitation), and these fields can only be asked on elicitd's page: %s; secrets and files must not be asked in the chat", names(missing))
-	}
-	e.Missing = missing
-	return e
 }
 
 func names(ms []Missing) string {

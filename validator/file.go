@@ -140,6 +140,37 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
 }
 
+// Asking is what a form asks now, and how it may be asked: the one answer a caller that puts
+// the form to a person needs before its round goes out (Compiled.Asking).
+type Asking struct {
+	// Fields are the fields asked now, in order (AskedFields).
+	Fields []Field
+	// Page are those of Fields that only elicitd's page may ask (Field.NeedsPage): none,
+	// and the round may go in form mode; some, and it needs the page.
+	Page []Field
+	// Split, when the round asks plain fields beside Page's and may be cut in two, asks the
+	// plain ones alone, in form mode; its Next asks Page's, on the page, keeping the answers
+	// given (SplitForPage). Nil: every field goes the same way.
+	Split *Compiled
+}
+
+// Asking returns what c asks now and how it may be asked, in one pass.
+func (c *Compiled) Asking() Asking {
+	var a Asking
+	for i := range c.fields {
+		if f := &c.fields[i]; f.stage == stageAsk && !f.kept {
+			a.Fields = append(a.Fields, f.Field)
+			if f.NeedsPage() {
+				a.Page = append(a.Page, f.Field)
+			}
+		}
+	}
+	if len(a.Page) > 0 && len(a.Page) < len(a.Fields) {
+		a.Split = c.SplitForPage()
+	}
+	return a
+}
+
 // NeedsPage reports whether a field the form asks now can only be asked through elicitd's
 // page (see Field.NeedsPage).
 func (c *Compiled) NeedsPage() bool {

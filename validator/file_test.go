@@ -117,3 +117,32 @@ func names(fs []v.Field) []string {
 	}
 	return out
 }
+
+// Asking says in one call what a round asks, what of it needs the page, and how to split it.
+func TestAskingSaysWhatARoundAsksAndHow(t *testing.T) {
+	c, err := v.Compile(v.Form{Fields: []v.Field{
+		{Name: "user", Type: v.Text, Required: true},
+		{Name: "password", Type: v.Text, Widget: "password", Required: true},
+		{Name: "id", Type: v.File},
+	}})
+	require.NoError(t, err)
+	a := c.Asking()
+	assert.Equal(t, []string{"user", "password", "id"}, names(a.Fields))
+	assert.Equal(t, []string{"password", "id"}, names(a.Page))
+	require.NotNil(t, a.Split)
+	assert.Equal(t, []string{"user"}, names(a.Split.Asking().Fields), "the form-mode part")
+	assert.Empty(t, a.Split.Asking().Page)
+
+	plain, err := v.Compile(v.Form{Fields: []v.Field{{Name: "user", Type: v.Text}}})
+	require.NoError(t, err)
+	a = plain.Asking()
+	assert.Equal(t, []string{"user"}, names(a.Fields))
+	assert.Empty(t, a.Page)
+	assert.Nil(t, a.Split, "nothing for the page")
+
+	secret, err := v.Compile(v.Form{Fields: []v.Field{{Name: "pin", Type: v.Text, Sensitive: true}}})
+	require.NoError(t, err)
+	a = secret.Asking()
+	assert.Equal(t, []string{"pin"}, names(a.Page))
+	assert.Nil(t, a.Split, "nothing for form mode")
+}
