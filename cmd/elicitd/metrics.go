@@ -129,7 +129,9 @@ var (
 	descTakeOvers = prometheus.NewDesc("elicitd_takeovers_total",
 		"Calls this node took over from a node that is gone or silent.", nil, nil)
 	descReplayed = prometheus.NewDesc("elicitd_replayed_rounds_total",
-		"Rounds the take-overs' replays answered from the record.", nil, nil)
+		"Rounds the replays answered from the record: of hibernating calls woken here, and of take-overs.", nil, nil)
+	descHibernated = prometheus.NewDesc("elicitd_hibernations_total",
+		"Rounds after which a 2026-07-28 call hibernated: its goroutines ended, its record alone keeping it until the next round wakes it, on any node.", nil, nil)
 	descDiverged = prometheus.NewDesc("elicitd_replay_divergences_total",
 		"Take-overs whose replay went another way than the record, ending the call.", nil, nil)
 	descSwept = prometheus.NewDesc("elicitd_swept_questions_total",
@@ -141,7 +143,7 @@ type elicitorCollector struct{ el *ask.Elicitor }
 
 func (c *elicitorCollector) Describe(ch chan<- *prometheus.Desc) {
 	for _, d := range []*prometheus.Desc{descStarted, descEnded, descOpen, descRounds, descReprompts, descAnswer,
-		descRefused, descForwards, descTakeOvers, descReplayed, descDiverged, descSwept} {
+		descRefused, descForwards, descTakeOvers, descReplayed, descHibernated, descDiverged, descSwept} {
 		ch <- d
 	}
 }
@@ -174,6 +176,7 @@ func (c *elicitorCollector) Collect(ch chan<- prometheus.Metric) {
 		counter(descForwards, v, result)
 	}
 	counter(descTakeOvers, n.TakeOvers)
+	counter(descHibernated, n.Hibernated)
 	counter(descReplayed, n.ReplayedRounds)
 	counter(descDiverged, n.Divergences)
 	counter(descSwept, n.Swept)

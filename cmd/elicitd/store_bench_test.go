@@ -6,10 +6,12 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"net/url"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -27,7 +29,10 @@ import (
 // three servers run side by side and take turns in batches of calls (rotating who goes
 // first), as in BenchmarkRoundTrip; b.N is whole calls per store. It reports, per store,
 // whole calls/s over its own batches and the p50 and p99 latency of a whole call (µs), and
-// the calls/s of embedded and cluster as fractions of memory's.
+// the calls/s of embedded and cluster as fractions of memory's. Beside them, "spread" is
+// three nodes on that cluster, each request sent to the next node in turn (the first call
+// to one, its retry to another, as a load balancer may), which the hibernating question
+// allows without forwarding: spread/memory is the cluster's fraction of one node.
 //
 //	go test ./cmd/elicitd -run '^$' -bench BenchmarkStoreCalls -benchtime 1500x
 func BenchmarkStoreCalls(b *testing.B) {
@@ -41,12 +46,15 @@ func BenchmarkStoreCalls(b *testing.B) {
 		{"embedded", startQuiet(b, slices.Concat(common, []string{"--store", "embedded", "--data-dir", b.TempDir()}))},
 		{"cluster", startQuiet(b, slices.Concat(common, []string{"--store", strings.Join(urls, ","), "--store-replicas", "3"}))},
 	}
+	onCluster := slices.Concat(common, []string{"--store", strings.Join(urls, ","), "--store-replicas", "3"})
+	spread := []*httpServer{servers[2].s, startQuiet(b, onCluster), startQuiet(b, onCluster)}
 	for _, conc := range []int{1, 16} {
 		b.Run(fmt.Sprintf("c%d", conc), func(b *testing.B) {
-			runs := make([]*implRun, len(servers))
+			runs := make([]*implRun, len(servers), len(servers)+1)
 			for i, sv := range servers {
-				runs[i] = storeCallsRun(b, sv.name, sv.s, conc)
+				runs[i] = storeCallsRun(b, sv.name, func() *mcp.ClientSession { return pullSession(b, sv.s) }, conc)
 			}
+			runs = append(runs, storeCallsRun(b, "spread", func() *mcp.ClientSession { return spreadSession(b, spread) }, conc))
 			// One whole call on each first: connections and the servers' first calls.
 			for _, r := range runs {
 				if err := r.call(); err != nil {
@@ -56,6 +64,8 @@ func BenchmarkStoreCalls(b *testing.B) {
 			rate := interleave(b, runs, conc)
 			b.ReportMetric(rate["embedded"]/rate["memory"], "embedded/memory")
 			b.ReportMetric(rate["cluster"]/rate["memory"], "cluster/memory")
+			b.ReportMetric(rate["spread"]/rate["memory"], "spread/memory")
+			b.Logf("c%-2d spread over three nodes %6.0f calls/s (%.2fx of one node with the memory store)", conc, rate["spread"], rate["spread"]/rate["memory"])
 			b.Logf("c%-2d %5d calls each: memory %6.0f calls/s | embedded %6.0f calls/s (%.2fx) | cluster %6.0f calls/s (%.2fx)",
 				conc, b.N, rate["memory"], rate["embedded"], rate["embedded"]/rate["memory"], rate["cluster"], rate["cluster"]/rate["memory"])
 		})
@@ -115,12 +125,13 @@ func startListening(b testing.TB, binary string, args []string) *httpServer {
 	return s
 }
 
-// storeCallsRun is a store's implRun: conc client sessions on s, one for each goroutine of a
-// batch (a goroutine takes one from the pool for each call), each making whole calls.
-func storeCallsRun(b *testing.B, name string, s *httpServer, conc int) *implRun {
+// storeCallsRun is a store's implRun: conc client sessions (from session), one for each
+// goroutine of a batch (a goroutine takes one from the pool for each call), each making
+// whole calls.
+func storeCallsRun(b *testing.B, name string, session func() *mcp.ClientSession, conc int) *implRun {
 	pool := make(chan *mcp.ClientSession, conc)
 	for range conc {
-		pool <- pullSession(b, s)
+		pool <- session()
 	}
 	args := map[string]any{"message": "m", "form": benchForm}
 	answer := mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "weight": 2.5, "express": true}}}
@@ -156,16 +167,54 @@ func storeCallsRun(b *testing.B, name string, s *httpServer, conc int) *implRun 
 // which keeps its connection between calls; both are closed when b ends.
 func pullSession(b testing.TB, s *httpServer) *mcp.ClientSession {
 	b.Helper()
+	return pullSessionVia(b, s.url, http.DefaultTransport.(*http.Transport).Clone())
+}
+
+// spreadSession is a 2026-07-28 session whose requests go to nodes in turn, each to the next.
+func spreadSession(b testing.TB, nodes []*httpServer) *mcp.ClientSession {
+	b.Helper()
+	rot := &rotating{next: http.DefaultTransport.(*http.Transport).Clone()}
+	for _, n := range nodes {
+		u, err := url.Parse(n.url)
+		if err != nil {
+			b.Fatal(err)
+		}
+		rot.hosts = append(rot.hosts, u.Host)
+	}
+	return pullSessionVia(b, nodes[0].url, rot)
+}
+
+// rotating sends each request to the next of hosts in turn, as a load balancer may.
+type rotating struct {
+	next  *http.Transport
+	hosts []string
+	n     atomic.Uint64
+}
+
+func (r *rotating) RoundTrip(req *http.Request) (*http.Response, error) {
+	req = req.Clone(req.Context())
+	req.URL.Host = r.hosts[int(r.n.Add(1)%uint64(len(r.hosts)))]
+	req.Host = req.URL.Host
+	return r.next.RoundTrip(req)
+}
+
+func (r *rotating) CloseIdleConnections() { r.next.CloseIdleConnections() }
+
+// pullSessionVia is pullSession on endpoint, through tr.
+func pullSessionVia(b testing.TB, endpoint string, tr interface {
+	http.RoundTripper
+	CloseIdleConnections()
+}) *mcp.ClientSession {
+	b.Helper()
 	client := mcp.NewClient(&mcp.Implementation{Name: "bench-http", Version: "1"}, &mcp.ClientOptions{
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
 		// A handler, so that elicitation is declared; never called with the retries off.
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return nil, errors.New("answered by the benchmark")
 		}})
-	tr := http.DefaultTransport.(*http.Transport).Clone()
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
-	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: s.url, DisableStandaloneSSE: true,
+	cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: endpoint, DisableStandaloneSSE: true,
 		HTTPClient: &http.Client{Transport: tr}}, nil)
 	if err != nil {
 		b.Fatal(err)

@@ -17,7 +17,7 @@ import (
 // are not failures.
 
 // storeOps are the operations measured, as the op label names them.
-var storeOps = []string{"create", "get", "get_latest", "update", "delete", "list", "put_file", "get_file", "delete_files", "shared"}
+var storeOps = []string{"create", "get", "get_latest", "update", "delete", "list", "all", "put_file", "get_file", "delete_files", "shared"}
 
 // storeMetrics are the store operations' histogram and failure counter.
 type storeMetrics struct {
@@ -64,6 +64,7 @@ type fullStore interface {
 	store.Store
 	store.Replicated
 	store.HealthChecker
+	store.Scanner
 	store.Relay
 	outboxer
 }
@@ -117,6 +118,13 @@ func (s *measuredStore) Delete(ctx context.Context, owner, id string, rev uint64
 	err := s.fullStore.Delete(ctx, owner, id, rev)
 	s.m.done("delete", start, err)
 	return err
+}
+
+func (s *measuredStore) All(ctx context.Context) ([]store.Record, error) {
+	start := time.Now()
+	rs, err := s.fullStore.All(ctx)
+	s.m.done("all", start, err)
+	return rs, err
 }
 
 func (s *measuredStore) List(ctx context.Context, owner string) ([]store.Record, error) {
