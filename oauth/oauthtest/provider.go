@@ -49,6 +49,7 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -67,6 +68,9 @@ type Provider struct {
 	store    *storage
 	keysDown atomic.Bool
 	keyReqs  atomic.Int64
+
+	strangerOnce sync.Once
+	strangerKey  *rsa.PrivateKey
 }
 
 // Scopes are the scopes the provider advertises besides OpenID's own; it grants any scope
