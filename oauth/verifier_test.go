@@ -10,7 +10,6 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
-	"golang.org/x/oauth2"
 
 	"github.com/elicitd/elicitd/oauth"
 	"github.com/elicitd/elicitd/oauth/oauthtest"
@@ -38,15 +37,7 @@ func newVerifier(t *testing.T, p *oauthtest.Provider, mock *clock.Mock, creds ..
 // access token.
 func signIn(t *testing.T, p *oauthtest.Provider, subject string, opts oauthtest.ClientOptions) string {
 	t.Helper()
-	const redirect = "http://127.0.0.1:1/cb"
-	opts.RedirectURIs = []string{redirect}
-	id, _ := p.RegisterClient(opts)
-	cfg := &oauth2.Config{ClientID: id, RedirectURL: redirect, Scopes: []string{"openid", "elicitd"},
-		Endpoint: oauth2.Endpoint{AuthURL: p.Issuer + "/authorize", TokenURL: p.Issuer + "/oauth/token", AuthStyle: oauth2.AuthStyleInParams}}
-	verifier := oauth2.GenerateVerifier()
-	q, err := p.Login(context.Background(), cfg.AuthCodeURL("s", oauth2.S256ChallengeOption(verifier), oauth2.SetAuthURLParam("resource", resource)), subject)
-	require.NoError(t, err)
-	tok, err := cfg.Exchange(context.Background(), q.Get("code"), oauth2.VerifierOption(verifier), oauth2.SetAuthURLParam("resource", resource))
+	tok, err := p.SignIn(context.Background(), opts, subject, resource, "openid", "elicitd")
 	require.NoError(t, err)
 	return tok.AccessToken
 }

@@ -131,8 +131,14 @@ func TestOAuthRefusesBadTokens(t *testing.T) {
 	p := oauthtest.Start(t)
 	other := oauthtest.Start(t) // a real provider elicitd does not trust
 	const static = "static-token-for-a-machine-01"
-	s := startOAuth(t, p, nil, "ELICITD_HTTP_TOKEN="+static)
+	rsID, rsSecret := p.RegisterClient(oauthtest.ClientOptions{Confidential: true}) // elicitd, to introspect
+	s := startOAuth(t, p, nil, "ELICITD_HTTP_TOKEN="+static, "ELICITD_AUTH_CLIENT_ID="+rsID, "ELICITD_AUTH_CLIENT_SECRET="+rsSecret)
 	resource := s.url
+	opaque := func(scopes ...string) string {
+		tok, err := p.SignIn(context.Background(), oauthtest.ClientOptions{Opaque: true}, "olga", resource, scopes...)
+		require.NoError(t, err)
+		return tok.AccessToken
+	}
 	metadata := strings.TrimSuffix(s.url, "/mcp") + "/.well-known/oauth-protected-resource/mcp"
 	challenge := `Bearer resource_metadata="` + metadata + `"`
 
@@ -178,6 +184,9 @@ func TestOAuthRefusesBadTokens(t *testing.T) {
 		{"a valid signature from a key not in the JWKS", p.TokenForeignKey(good), http.StatusUnauthorized, "invalid_token"},
 		{"a wrong static token", "static-token-for-a-machine-02", http.StatusUnauthorized, "invalid_token"},
 		{"a missing scope", p.Token(with(func(c *oauthtest.Claims) { c.Scope = "openid" })), http.StatusForbidden, "insufficient_scope"},
+		{"an opaque token, introspected", opaque("openid", "elicitd"), http.StatusOK, ""},
+		{"an opaque token without the scope", opaque("openid"), http.StatusForbidden, "insufficient_scope"},
+		{"an opaque token the issuer never issued", "opaque-token-never-issued", http.StatusUnauthorized, "invalid_token"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			status, www := probe(t, s.url, c.token)
@@ -274,7 +283,9 @@ func TestOAuthPeopleAreIsolated(t *testing.T) {
 			res, err := other.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: first.RequestState,
 				InputResponses: mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Eve", "age": 30}}}})
 			require.NoError(t, err)
-			assert.NotEqual(t, "completed", structured(t, res)["status"], "cannot answer it with her requestState: %v", res.StructuredContent)
+			out = structured(t, res)
+			assert.Equal(t, "INVALID_REQUEST_STATE", out["code"], "cannot answer it with her requestState: %v", out)
+			assert.Equal(t, "foreign", out["reason"], "%v", out)
 		})
 	}
 	mine, _ = callTool(t, aliceOnB.ClientSession, "list_elicitations", map[string]any{})
