@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -475,8 +476,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 			if s == "" {
 				return nil
 			}
-			if u, err := url.Parse(s); err != nil || u.RawQuery != "" || u.Fragment != "" {
-				return fmt.Errorf("must be a URL with no query or fragment, got %q", s)
+			if u, err := url.Parse(s); err != nil || u.RawQuery != "" || u.Fragment != "" || !plainPath.MatchString(u.Path) {
+				return fmt.Errorf("must be a URL with no query or fragment, its path letters, digits and . _ ~ - / only, got %q", s)
 			}
 			if err := oauth.CheckServerURL(s); err != nil {
 				return err
@@ -641,6 +642,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	c.ups, err = ups.ConfigFromEnv(getenv)
 	return c, err
 }
+
+// plainPath is a URL path that needs no escaping, for --public-url (its metadata's path is
+// served on a ServeMux, where braces would be wildcards).
+var plainPath = regexp.MustCompile(`^[A-Za-z0-9._~/-]*$`)
 
 // splitList splits a comma-separated setting, dropping blanks.
 func splitList(s string) []string {

@@ -355,6 +355,7 @@ func TestOAuthBadSettingsExitTwo(t *testing.T) {
 		{[]string{"--auth-issuer", "https://id.example.com", "--public-url", "https://e.example.com/mcp"}, nil, "--auth-issuer needs --http"},
 		{[]string{"--http", "127.0.0.1:0", "--auth-issuer", "https://id.example.com", "--public-url", "https://e.example.com/mcp?x=1"}, nil, "--public-url must be a URL with no query"},
 		{[]string{"--http", "127.0.0.1:0", "--auth-issuer", "https://id.example.com", "--public-url", "http://e.example.com/mcp"}, nil, "--public-url must be https://"},
+		{[]string{"--http", "127.0.0.1:0", "--auth-issuer", "https://id.example.com", "--public-url", "https://e.example.com/{x}"}, nil, "--public-url must be a URL with no query or fragment, its path letters"},
 		{[]string{"--http", "127.0.0.1:0", "--auth-issuer", "https://id.example.com", "--public-url", "https://e.example.com/mcp"}, []string{"ELICITD_AUTH_CLIENT_ID=x"}, "ELICITD_AUTH_CLIENT_ID and ELICITD_AUTH_CLIENT_SECRET go together"},
 		{[]string{"--http", "127.0.0.1:0", "--public-url", "https://e.example.com/mcp"}, []string{"ELICITD_AUTH_ISSUER=https://id.example.com,ftp://x"}, "ELICITD_AUTH_ISSUER must be an absolute https:// URL"},
 	} {
