@@ -174,6 +174,31 @@ func TestOpaqueTokensAreIntrospected(t *testing.T) {
 	assert.Contains(t, err.Error(), "not active")
 }
 
+func TestIntrospectionAnswersAreKeptForAWhile(t *testing.T) {
+	p := oauthtest.Start(t)
+	rsID, rsSecret := p.RegisterClient(oauthtest.ClientOptions{Confidential: true})
+	token := signIn(t, p, "bob", oauthtest.ClientOptions{Opaque: true})
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	v := newVerifier(t, p, mock, rsID, rsSecret)
+	ctx := context.Background()
+	for range 3 {
+		c, err := v.Verify(ctx, token)
+		require.NoError(t, err)
+		assert.Equal(t, "bob", c.Subject)
+	}
+	assert.EqualValues(t, 1, p.IntrospectionRequests(), "asked once")
+	mock.Add(oauth.IntrospectionCacheFor)
+	_, err := v.Verify(ctx, token)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, p.IntrospectionRequests(), "asked again once the answer is old")
+	for range 2 {
+		_, err = v.Verify(ctx, "never-issued")
+		require.ErrorIs(t, err, oauth.ErrInvalidToken)
+	}
+	assert.EqualValues(t, 4, p.IntrospectionRequests(), "a refusal is not kept")
+}
+
 func TestNewRefusesBadSettings(t *testing.T) {
 	for _, c := range []oauth.Config{
 		{Resource: "http://elicitd.example.com/mcp", Issuers: []string{"https://id.example.com"}},

@@ -65,11 +65,12 @@ type Provider struct {
 	// Issuer is the provider's issuer identifier and base URL (http://127.0.0.1:PORT).
 	Issuer string
 
-	srv      *httptest.Server
-	op       *op.Provider
-	store    *storage
-	keysDown atomic.Bool
-	keyReqs  atomic.Int64
+	srv       *httptest.Server
+	op        *op.Provider
+	store     *storage
+	keysDown  atomic.Bool
+	keyReqs   atomic.Int64
+	introReqs atomic.Int64
 
 	strangerOnce sync.Once
 	strangerKey  *rsa.PrivateKey
@@ -152,6 +153,10 @@ func New() (*Provider, error) {
 		}
 		p.op.ServeHTTP(w, r)
 	})
+	mux.HandleFunc(p.op.IntrospectionEndpoint().Relative(), func(w http.ResponseWriter, r *http.Request) {
+		p.introReqs.Add(1)
+		p.op.ServeHTTP(w, r)
+	})
 	mux.Handle("/", p.op)
 	handler = mux
 	ready.Store(true)
@@ -177,6 +182,9 @@ func (p *Provider) KeysDown(down bool) { p.keysDown.Store(down) }
 
 // KeyRequests is how many requests the JWKS endpoint has had.
 func (p *Provider) KeyRequests() int64 { return p.keyReqs.Load() }
+
+// IntrospectionRequests is how many requests the introspection endpoint has had.
+func (p *Provider) IntrospectionRequests() int64 { return p.introReqs.Load() }
 
 // RotateKey adds a new signing key, published beside the old ones and used for every
 // token signed from now on, and returns its key id.
