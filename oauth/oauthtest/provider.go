@@ -6,7 +6,8 @@
 // A Provider serves:
 //   - discovery, at /.well-known/oauth-authorization-server (RFC 8414) and
 //     /.well-known/openid-configuration, both listing registration_endpoint;
-//   - its JWKS (jwks_uri), which KeysDown turns into 503s and RotateKey extends;
+//   - its JWKS (jwks_uri), which KeysDown turns into 503s and RotateKey extends (and
+//     MetadataDown does the same to discovery);
 //   - the authorization code flow with PKCE (S256). The login step approves at once, as the
 //     person the request's login_hint names ("user" without one): a test plays the browser
 //     with Login (or Browse, for a client that listens for the redirect itself), or
@@ -69,6 +70,7 @@ type Provider struct {
 	op        *op.Provider
 	store     *storage
 	keysDown  atomic.Bool
+	metaDown  atomic.Bool
 	keyReqs   atomic.Int64
 	introReqs atomic.Int64
 
@@ -180,6 +182,9 @@ func (p *Provider) Close() {
 // KeysDown makes the JWKS endpoint answer 503 (down true) or serve again (false).
 func (p *Provider) KeysDown(down bool) { p.keysDown.Store(down) }
 
+// MetadataDown makes both discovery documents answer 503 (down true) or serve again.
+func (p *Provider) MetadataDown(down bool) { p.metaDown.Store(down) }
+
 // KeyRequests is how many requests the JWKS endpoint has had.
 func (p *Provider) KeyRequests() int64 { return p.keyReqs.Load() }
 
@@ -202,6 +207,10 @@ func (p *Provider) RotateKey() (string, error) {
 // discovery serves the op's OpenID configuration, with the registration endpoint the op
 // package leaves to its user, at both well-known paths.
 func (p *Provider) discovery(w http.ResponseWriter, r *http.Request) {
+	if p.metaDown.Load() {
+		http.Error(w, "metadata down (oauthtest.MetadataDown)", http.StatusServiceUnavailable)
+		return
+	}
 	rec := httptest.NewRecorder()
 	in := r.Clone(r.Context())
 	in.URL.Path = "/.well-known/openid-configuration"
