@@ -57,9 +57,9 @@ func (s *issuerState) metadata(ctx context.Context) (*ServerMetadata, error) {
 	return s.meta, nil
 }
 
-// key returns the key with id kid (any signing key, for a token with no kid: candidates
-// holds them all). An unknown kid triggers a refresh, unless one was tried within
-// refreshEvery.
+// key returns the keys that may have signed a token with key id kid: the one with that id,
+// or every key held for a token without one. An unknown kid triggers a refresh, unless one
+// was tried within refreshEvery.
 func (s *issuerState) key(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	if k := s.lookup(kid); len(k) > 0 {
 		return k, nil
