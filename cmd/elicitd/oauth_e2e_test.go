@@ -366,3 +366,39 @@ func TestOAuthBadSettingsExitTwo(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(strings.TrimSpace(out), "\n")+1, "%v: one line: %q", c.args, out)
 	}
 }
+
+// Two trusted issuers (--auth-issuer given twice): both issuers' tokens are let in, and the
+// same subject at each is two people.
+func TestOAuthTwoIssuersTwoPeople(t *testing.T) {
+	p1, p2 := oauthtest.Start(t), oauthtest.Start(t)
+	s := startOAuth(t, p1, []string{"--auth-issuer", p2.Issuer})
+	token := func(p *oauthtest.Provider) string {
+		tok, err := p.SignIn(context.Background(), oauthtest.ClientOptions{}, "alice", s.url, "openid", "elicitd")
+		require.NoError(t, err)
+		return tok.AccessToken
+	}
+	var prm struct {
+		AuthorizationServers []string `json:"authorization_servers"`
+	}
+	res, err := http.Get(strings.TrimSuffix(s.url, "/mcp") + "/.well-known/oauth-protected-resource/mcp")
+	require.NoError(t, err)
+	require.NoError(t, json.NewDecoder(res.Body).Decode(&prm))
+	_ = res.Body.Close()
+	assert.Equal(t, []string{p1.Issuer, p2.Issuer}, prm.AuthorizationServers)
+
+	at1 := pullByHand(t, s, nil, bearer{token(p1)})
+	first, err := at1.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	require.NoError(t, err)
+	require.True(t, first.NeedsInput())
+	mine, _ := callTool(t, at1, "list_elicitations", map[string]any{})
+	require.Len(t, mine["elicitations"], 1, "%v", mine)
+	id := mine["elicitations"].([]any)[0].(map[string]any)["id"].(string)
+
+	at2 := pullByHand(t, s, nil, bearer{token(p2)})
+	theirs, isErr := callTool(t, at2, "list_elicitations", map[string]any{})
+	require.False(t, isErr, "the second issuer's token is let in: %v", theirs)
+	assert.Empty(t, theirs["elicitations"], "alice at the other issuer is another person")
+	out, isErr := callTool(t, at2, "cancel_elicitation", map[string]any{"id": id})
+	assert.True(t, isErr)
+	assert.Equal(t, "NOT_FOUND", out["code"])
+}
