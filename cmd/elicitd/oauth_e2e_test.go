@@ -132,7 +132,8 @@ func TestOAuthRefusesBadTokens(t *testing.T) {
 	other := oauthtest.Start(t) // a real provider elicitd does not trust
 	const static = "static-token-for-a-machine-01"
 	rsID, rsSecret := p.RegisterClient(oauthtest.ClientOptions{Confidential: true}) // elicitd, to introspect
-	s := startOAuth(t, p, nil, "ELICITD_HTTP_TOKEN="+static, "ELICITD_AUTH_CLIENT_ID="+rsID, "ELICITD_AUTH_CLIENT_SECRET="+rsSecret)
+	// At debug level, where refusals are logged with their reasons: still never a token.
+	s := startOAuth(t, p, []string{"--log-level", "debug"}, "ELICITD_HTTP_TOKEN="+static, "ELICITD_AUTH_CLIENT_ID="+rsID, "ELICITD_AUTH_CLIENT_SECRET="+rsSecret)
 	resource := s.url
 	opaque := func(scopes ...string) string {
 		tok, err := p.SignIn(context.Background(), oauthtest.ClientOptions{Opaque: true}, "olga", resource, scopes...)
@@ -163,7 +164,7 @@ func TestOAuthRefusesBadTokens(t *testing.T) {
 		f(&c)
 		return c
 	}
-	for _, c := range []struct {
+	cases := []struct {
 		name, token string
 		status      int
 		error       string // the challenge's error parameter; "" for none
@@ -187,7 +188,8 @@ func TestOAuthRefusesBadTokens(t *testing.T) {
 		{"an opaque token, introspected", opaque("openid", "elicitd"), http.StatusOK, ""},
 		{"an opaque token without the scope", opaque("openid"), http.StatusForbidden, "insufficient_scope"},
 		{"an opaque token the issuer never issued", "opaque-token-never-issued", http.StatusUnauthorized, "invalid_token"},
-	} {
+	}
+	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			status, www := probe(t, s.url, c.token)
 			assert.Equal(t, c.status, status)
@@ -205,11 +207,12 @@ func TestOAuthRefusesBadTokens(t *testing.T) {
 		})
 	}
 
+	inQuery := p.Token(good)
 	t.Run("the token in the query string", func(t *testing.T) {
-		status, www := probe(t, s.url+"?access_token="+p.Token(good), "")
+		status, www := probe(t, s.url+"?access_token="+inQuery, "")
 		assert.Equal(t, http.StatusUnauthorized, status)
 		assert.Contains(t, www, `error="invalid_request"`)
-		status, _ = probe(t, s.url+"?access_token="+p.Token(good), p.Token(good))
+		status, _ = probe(t, s.url+"?access_token="+inQuery, inQuery)
 		assert.Equal(t, http.StatusUnauthorized, status, "even beside a good header")
 	})
 
@@ -225,9 +228,15 @@ func TestOAuthRefusesBadTokens(t *testing.T) {
 		assert.LessOrEqual(t, p.KeyRequests()-before, int64(1), "at most one fetch of the keys within the refresh interval")
 	})
 
-	for _, tok := range []string{static, p.Token(good)} {
-		assert.NotContains(t, s.stderr.String(), tok, "a token is never logged")
+	logs := s.stderr.String()
+	require.Contains(t, logs, "an OAuth token was refused", "refusals were logged")
+	for _, c := range cases {
+		if c.token != "" {
+			assert.NotContains(t, logs, c.token, "%s: a token is never logged", c.name)
+		}
 	}
+	assert.NotContains(t, logs, inQuery, "nor one sent in the URL")
+	assert.NotContains(t, logs, rsSecret, "nor the introspection secret")
 }
 
 // An issuer that cannot be reached before any of its keys is held: 503, not a 401 the
