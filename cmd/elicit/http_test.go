@@ -236,7 +236,9 @@ func TestURLBearerToken(t *testing.T) {
 
 			r = runElicitEnv(t, noEnv, call...)
 			assert.Equal(t, 1, r.code)
-			assert.Contains(t, r.stderr, "the server wants a bearer token (401 Unauthorized): put it in a file and give --token-file FILE, or set $ELICIT_TOKEN")
+			assert.Contains(t, r.stderr, "asks elicit to sign in (401 Unauthorized), but it publishes no OAuth protected resource metadata (RFC 9728)",
+				"without a token, elicit would sign in, but this server does not say where")
+			assert.Contains(t, r.stderr, "put it in a file and give --token-file FILE, or set $ELICIT_TOKEN")
 			assert.Empty(t, r.stdout)
 
 			r = runElicitEnv(t, []string{tokenEnv + "=" + token}, append([]string{"--token-file", wrong}, call...)...)
