@@ -1,0 +1,317 @@
+// Package oauthtest starts a real OAuth 2.1 / OpenID Connect provider in the test's process,
+// for tests of resource servers and clients that sign in: zitadel's certified op package on
+// an httptest server (loopback http, which the MCP authorization spec allows for
+// development), with the project's own in-memory storage.
+//
+// A Provider serves:
+//   - discovery, at /.well-known/oauth-authorization-server (RFC 8414) and
+//     /.well-known/openid-configuration, both listing registration_endpoint;
+//   - its JWKS (jwks_uri), which KeysDown turns into 503s and RotateKey extends;
+//   - the authorization code flow with PKCE (S256). The login step approves at once, as the
+//     person the request's login_hint names ("user" without one): a test plays the browser
+//     with Login;
+//   - dynamic client registration (RFC 7591) at /register, and RegisterClient for a
+//     pre-registered one;
+//   - refresh tokens (scope offline_access), rotated on each use;
+//   - JWT access tokens (RFC 9068 shape) whose aud holds the RFC 8707 resource parameters of
+//     the authorization request (and the client's id) and whose "scope" holds the scopes
+//     granted; a client registered with Opaque gets opaque tokens instead, which the
+//     introspection endpoint (RFC 7662) answers for a confidential client;
+//   - client_credentials for confidential clients.
+//
+// Token, and the hostile variants in mint.go, sign tokens directly, for the cases no honest
+// provider issues (expired, not yet valid, another audience, alg none, ...).
+//
+// For go-sdk's auth.AuthorizationCodeHandler, Login is the AuthorizationCodeFetcher's body
+// (this package does not import the SDK: ask/layout_test.go keeps the SDK to ask, cmd/,
+// examples/ and elicittest):
+//
+//	fetch := func(ctx context.Context, a *auth.AuthorizationArgs) (*auth.AuthorizationResult, error) {
+//		q, err := p.Login(ctx, a.URL, "alice")
+//		if err != nil {
+//			return nil, err
+//		}
+//		return &auth.AuthorizationResult{Code: q.Get("code"), State: q.Get("state"), Iss: q.Get("iss")}, nil
+//	}
+//
+// A Provider is safe for concurrent use; Start stops it when the test ends.
+package oauthtest
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/zitadel/oidc/v3/pkg/oidc"
+	"github.com/zitadel/oidc/v3/pkg/op"
+)
+
+// Provider is a running OpenID provider. Its fields are read-only.
+type Provider struct {
+	// Issuer is the provider's issuer identifier and base URL (http://127.0.0.1:PORT).
+	Issuer string
+
+	srv      *httptest.Server
+	op       *op.Provider
+	store    *storage
+	keysDown atomic.Bool
+	keyReqs  atomic.Int64
+}
+
+// Scopes are the scopes the provider advertises besides OpenID's own; it grants any scope
+// asked for.
+var Scopes = []string{"elicitd", "elicitd:admin"}
+
+// AccessTokenLifetime is how long the access tokens the provider issues are valid.
+const AccessTokenLifetime = 10 * time.Minute
+
+// Start starts a provider on a loopback port; it stops when t ends.
+func Start(t testing.TB) *Provider {
+	t.Helper()
+	p, err := start()
+	if err != nil {
+		t.Fatalf("oauthtest: %v", err)
+	}
+	t.Cleanup(p.Close)
+	return p
+}
+
+func start() (*Provider, error) {
+	p := &Provider{}
+	var handler http.Handler = http.NotFoundHandler()
+	var ready atomic.Bool
+	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !ready.Load() {
+			http.Error(w, "starting", http.StatusServiceUnavailable)
+			return
+		}
+		handler.ServeHTTP(w, r)
+	}))
+	p.Issuer = p.srv.URL
+	key, err := newKey()
+	if err != nil {
+		p.srv.Close()
+		return nil, err
+	}
+	p.store = &storage{
+		issuer: p.Issuer, accessLifetime: AccessTokenLifetime,
+		clients: map[string]*client{}, requests: map[string]*authRequest{}, codes: map[string]string{},
+		access: map[string]*grant{}, refresh: map[string]*grant{}, keys: []*signingKey{key},
+	}
+	cfg := &op.Config{
+		CodeMethodS256:        true,
+		AuthMethodPost:        true,
+		GrantTypeRefreshToken: true,
+		SupportedScopes:       append([]string{oidc.ScopeOpenID, oidc.ScopeOfflineAccess}, Scopes...),
+	}
+	if _, err := rand.Read(cfg.CryptoKey[:]); err != nil {
+		p.srv.Close()
+		return nil, err
+	}
+	p.op, err = op.NewProvider(cfg, p.store, op.StaticIssuer(p.Issuer), op.WithAllowInsecure())
+	if err != nil {
+		p.srv.Close()
+		return nil, err
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /.well-known/openid-configuration", p.discovery)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", p.discovery)
+	mux.HandleFunc("POST /register", p.register)
+	mux.HandleFunc("GET /login", p.login)
+	mux.HandleFunc("/keys", func(w http.ResponseWriter, r *http.Request) {
+		p.keyReqs.Add(1)
+		if p.keysDown.Load() {
+			http.Error(w, "keys down (oauthtest.KeysDown)", http.StatusServiceUnavailable)
+			return
+		}
+		p.op.ServeHTTP(w, r)
+	})
+	mux.HandleFunc("/authorize", func(w http.ResponseWriter, r *http.Request) {
+		// RFC 8707: the op package ignores resource; storage reads it from the context.
+		if err := r.ParseForm(); err == nil && len(r.Form["resource"]) > 0 {
+			r = r.WithContext(context.WithValue(r.Context(), resourceKey{}, r.Form["resource"]))
+		}
+		p.op.ServeHTTP(w, r)
+	})
+	mux.Handle("/", p.op)
+	handler = mux
+	ready.Store(true)
+	return p, nil
+}
+
+func newKey() (*signingKey, error) {
+	k, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return nil, err
+	}
+	return &signingKey{id: "key-" + rand.Text()[:8], key: k, pub: &k.PublicKey}, nil
+}
+
+// Close stops the provider. Start calls it when the test ends.
+func (p *Provider) Close() {
+	p.srv.CloseClientConnections()
+	p.srv.Close()
+}
+
+// KeysDown makes the JWKS endpoint answer 503 (down true) or serve again (false).
+func (p *Provider) KeysDown(down bool) { p.keysDown.Store(down) }
+
+// KeyRequests is how many requests the JWKS endpoint has had.
+func (p *Provider) KeyRequests() int64 { return p.keyReqs.Load() }
+
+// RotateKey adds a new signing key, published beside the old ones and used for every
+// token signed from now on, and returns its key id.
+func (p *Provider) RotateKey() (string, error) {
+	k, err := newKey()
+	if err != nil {
+		return "", err
+	}
+	p.store.mu.Lock()
+	defer p.store.mu.Unlock()
+	p.store.keys = append(p.store.keys, k)
+	return k.id, nil
+}
+
+// discovery serves the op's OpenID configuration, with the registration endpoint the op
+// package leaves to its user, at both well-known paths.
+func (p *Provider) discovery(w http.ResponseWriter, r *http.Request) {
+	rec := httptest.NewRecorder()
+	in := r.Clone(r.Context())
+	in.URL.Path = "/.well-known/openid-configuration"
+	p.op.ServeHTTP(rec, in)
+	var doc map[string]any
+	if rec.Code != http.StatusOK || json.Unmarshal(rec.Body.Bytes(), &doc) != nil {
+		http.Error(w, "discovery: "+rec.Body.String(), http.StatusInternalServerError)
+		return
+	}
+	doc["registration_endpoint"] = p.Issuer + "/register"
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(doc)
+}
+
+// ClientOptions shape a client RegisterClient registers.
+type ClientOptions struct {
+	// RedirectURIs are where the authorization response may go.
+	RedirectURIs []string
+	// Confidential gives the client a secret (client_secret_basic or _post); otherwise it
+	// is public and uses PKCE alone.
+	Confidential bool
+	// Opaque makes the access tokens issued to the client opaque instead of JWTs.
+	Opaque bool
+}
+
+// RegisterClient pre-registers a client and returns its id and, for a confidential one, its
+// secret.
+func (p *Provider) RegisterClient(o ClientOptions) (id, secret string) {
+	c := &client{id: "client-" + rand.Text()[:10], redirects: o.RedirectURIs, opaque: o.Opaque, loginURL: p.Issuer + "/login"}
+	if o.Confidential {
+		c.secret = rand.Text()
+	}
+	p.store.mu.Lock()
+	defer p.store.mu.Unlock()
+	p.store.clients[c.id] = c
+	return c.id, c.secret
+}
+
+// register is dynamic client registration (RFC 7591): a client that asks for
+// token_endpoint_auth_method "none" is public; any other gets a secret.
+func (p *Provider) register(w http.ResponseWriter, r *http.Request) {
+	var md struct {
+		RedirectURIs            []string `json:"redirect_uris"`
+		TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+		ClientName              string   `json:"client_name"`
+	}
+	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<16)).Decode(&md); err != nil || len(md.RedirectURIs) == 0 {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		_ = json.NewEncoder(w).Encode(map[string]string{"error": "invalid_client_metadata", "error_description": "redirect_uris is required"})
+		return
+	}
+	method := md.TokenEndpointAuthMethod
+	if method == "" {
+		method = "client_secret_basic" // RFC 7591's default
+	}
+	id, secret := p.RegisterClient(ClientOptions{RedirectURIs: md.RedirectURIs, Confidential: method != "none"})
+	resp := map[string]any{
+		"client_id": id, "client_id_issued_at": time.Now().Unix(), "redirect_uris": md.RedirectURIs,
+		"token_endpoint_auth_method": method, "grant_types": []string{"authorization_code", "refresh_token"},
+		"response_types": []string{"code"}, "client_name": md.ClientName,
+	}
+	if secret != "" {
+		resp["client_secret"], resp["client_secret_expires_at"] = secret, 0
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusCreated)
+	_ = json.NewEncoder(w).Encode(resp)
+}
+
+// login is the provider's sign-in page, which approves at once and sends the browser back
+// to the op's callback.
+func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
+	id := r.URL.Query().Get("id")
+	if err := p.store.approve(id); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	http.Redirect(w, r, op.AuthCallbackURL(p.op)(op.ContextWithIssuer(r.Context(), p.Issuer), id), http.StatusFound)
+}
+
+// Login plays a person's browser on authURL (an authorization request to this provider):
+// it signs in as subject ("" is "user"), follows the provider's redirects, and returns
+// the authorization response the client's redirect URI would get: its query parameters
+// (code, state, iss), or an error naming the provider's error parameters.
+func (p *Provider) Login(ctx context.Context, authURL, subject string) (url.Values, error) {
+	u, err := url.Parse(authURL)
+	if err != nil {
+		return nil, err
+	}
+	if subject != "" {
+		q := u.Query()
+		q.Set("login_hint", subject)
+		u.RawQuery = q.Encode()
+	}
+	issuer, _ := url.Parse(p.Issuer)
+	hc := &http.Client{CheckRedirect: func(req *http.Request, _ []*http.Request) error {
+		if req.URL.Host != issuer.Host {
+			return http.ErrUseLastResponse // the redirect to the client: not followed
+		}
+		return nil
+	}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, u.String(), nil)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := hc.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+	loc := resp.Header.Get("Location")
+	if resp.StatusCode/100 != 3 || loc == "" {
+		return nil, fmt.Errorf("oauthtest: the authorization request ended %s, not in a redirect to the client: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	back, err := url.Parse(loc)
+	if err != nil {
+		return nil, err
+	}
+	q := back.Query()
+	if e := q.Get("error"); e != "" {
+		return q, fmt.Errorf("oauthtest: the provider refused: %s: %s", e, q.Get("error_description"))
+	}
+	if q.Get("code") == "" {
+		return q, errors.New("oauthtest: the redirect to the client has no code")
+	}
+	return q, nil
+}
