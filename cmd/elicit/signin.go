@@ -109,11 +109,15 @@ func (s *signIn) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 	s.signing.Lock()
 	defer s.signing.Unlock()
 	s.mu.Lock()
-	again := s.gen != gen
+	again, failed := s.gen != gen, s.failed
 	s.mu.Unlock()
-	if again { // another request signed in meanwhile: try its token
+	switch {
+	case again: // another request signed in meanwhile: try its token
 		_ = resp.Body.Close()
 		return nil
+	case failed != nil: // a failed sign-in is final for the run: the person is not asked twice
+		_ = resp.Body.Close()
+		return failed
 	}
 	ts, err := s.authorize(ctx, req, resp)
 	s.mu.Lock()

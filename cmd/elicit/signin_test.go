@@ -173,6 +173,10 @@ func TestSignInNeedsTheServersMetadata(t *testing.T) {
 	assert.Contains(t, err.Error(), "put it in a file and give --token-file FILE, or set $ELICIT_TOKEN")
 	assert.Equal(t, err, s.failure(), "kept, to explain the failed connection")
 
+	req, resp = unauthorized(t, server, `Bearer realm="mcp"`)
+	assert.Same(t, err, s.Authorize(context.Background(), req, resp), "a failed sign-in is final for the run")
+
+	s = newSignIn(server, &signIns{dir: t.TempDir()}, &stderr)
 	req, resp = unauthorized(t, server, `Bearer resource_metadata="`+srv.URL+`/meta-without-as"`)
 	err = s.Authorize(context.Background(), req, resp)
 	assert.ErrorContains(t, err, "its protected resource metadata at "+srv.URL+"/meta-without-as names no authorization server")

@@ -208,7 +208,10 @@ func (k *keptTokens) Token() (*oauth2.Token, error) {
 // stderr. It returns elicit's exit status. Only the copy kept here is forgotten: the
 // authorization server is not told.
 func logout(server string, stderr io.Writer) int {
-	store := userSignIns()
+	return logoutFrom(userSignIns(), server, stderr)
+}
+
+func logoutFrom(store *signIns, server string, stderr io.Writer) int {
 	if server == "" {
 		n, err := store.removeAll()
 		if err != nil {
