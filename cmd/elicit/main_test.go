@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if fields := os.Getenv("ELICIT_TEST_BROWSER"); fields != "" && len(os.Args) == 2 {
 		os.Exit(testBrowser(os.Args[1], fields)) // started by elicit --open as $BROWSER
 	}
+	if os.Getenv(signInBrowserEnv) != "" && len(os.Args) == 2 {
+		os.Exit(signInBrowser(os.Args[1])) // started by elicit as $BROWSER to sign in
+	}
 	dir, err := os.MkdirTemp("", "elicit-e2e")
 	if err != nil {
 		panic(err)
