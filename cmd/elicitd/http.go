@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"crypto/subtle"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -18,9 +19,11 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/modelcontextprotocol/go-sdk/oauthex"
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/oauth"
 	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/store"
 )
@@ -35,10 +38,18 @@ type httpConfig struct {
 	drainWait    time.Duration // after SIGTERM, how long /readyz says 503 before calls are refused
 	maxSessions  int           // live sessions in all
 	maxPerCaller int           // live sessions of one caller
+
+	// OAuth (issue #41): with issuers set, every MCP request needs a token from one of them
+	// (or a static token), for publicURL, with every scope in scopes.
+	publicURL              string   // the MCP endpoint as clients reach it: the resource
+	issuers                []string // trusted authorization servers
+	scopes                 []string // required of every OAuth token
+	clientID, clientSecret string   // introspection's client credentials (environment only)
+	verifier               *oauth.Verifier
 }
 
 // errNeedsToken is the refusal to listen beyond loopback without a bearer token.
-var errNeedsToken = errors.New("--http on a non-loopback address needs a bearer token (ELICITD_HTTP_TOKEN): " +
+var errNeedsToken = errors.New("--http on a non-loopback address needs bearer tokens (ELICITD_HTTP_TOKEN) or OAuth (--auth-issuer): " +
 	"anyone who can reach the port could otherwise call the tools and read what people answered")
 
 // check refuses an address that is not host:port, and a non-loopback one without a token.
@@ -50,9 +61,33 @@ func (hc httpConfig) check() error {
 	if err != nil {
 		return fmt.Errorf("--http must be host:port (127.0.0.1:8080, say), got %q", hc.addr)
 	}
-	if !loopbackHost(host) && len(hc.tokens) == 0 {
+	if !loopbackHost(host) && len(hc.tokens) == 0 && len(hc.issuers) == 0 {
 		return errNeedsToken
 	}
+	return nil
+}
+
+// checkOAuth refuses OAuth settings that do not go together, and makes the verifier.
+func (hc *httpConfig) checkOAuth() error {
+	switch {
+	case len(hc.issuers) == 0 && hc.publicURL != "":
+		return errors.New("--public-url is the resource OAuth tokens are for: it needs --auth-issuer")
+	case len(hc.issuers) == 0 && len(hc.scopes) > 0:
+		return errors.New("--auth-scope needs --auth-issuer: scopes are checked on OAuth tokens")
+	case len(hc.issuers) == 0:
+		return nil
+	case hc.addr == "":
+		return errors.New("--auth-issuer needs --http: on stdio there is no token to check")
+	case hc.publicURL == "":
+		return errors.New("--auth-issuer needs --public-url, the MCP endpoint's URL as clients reach it (https://elicitd.example.com/mcp): every token must be for it")
+	case (hc.clientID == "") != (hc.clientSecret == ""):
+		return errors.New("ELICITD_AUTH_CLIENT_ID and ELICITD_AUTH_CLIENT_SECRET go together: set both (introspection of opaque tokens) or neither")
+	}
+	v, err := oauth.New(oauth.Config{Resource: hc.publicURL, Issuers: hc.issuers, ClientID: hc.clientID, ClientSecret: hc.clientSecret})
+	if err != nil {
+		return fmt.Errorf("--auth-issuer: %w", err)
+	}
+	hc.verifier = v
 	return nil
 }
 
@@ -94,36 +129,127 @@ func (s *server) httpHandler(hc httpConfig, caps *sessionCaps, log *slog.Logger)
 		}
 		stateful.ServeHTTP(w, r)
 	})
-	if len(hc.tokens) > 0 {
-		h = auth.RequireBearerToken(tokenVerifier(hc.tokens), &auth.RequireBearerTokenOptions{AllowMissingExpiration: true})(h)
+	if len(hc.tokens) > 0 || hc.verifier != nil {
+		h = bearerAuth(hc, h)
 	}
 	h = originCheck(hc.origins, h)
-	if s.pages == nil {
+	if s.pages == nil && hc.verifier == nil {
 		return h
 	}
-	// elicitd's page is for a person's browser: it has no token; its link is the key.
 	mux := http.NewServeMux()
-	mux.Handle(page.Path, s.pages)
+	if s.pages != nil {
+		// elicitd's page is for a person's browser: it has no token; its link is the key.
+		mux.Handle(page.Path, s.pages)
+	}
+	if hc.verifier != nil {
+		// RFC 9728: where a client that got a 401 finds the authorization servers.
+		mux.Handle(oauth.MetadataPath(hc.publicURL), auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+			Resource: hc.publicURL, AuthorizationServers: hc.issuers, ScopesSupported: hc.scopes,
+			BearerMethodsSupported: []string{"header"}, ResourceName: "elicitd",
+		}))
+	}
 	mux.Handle("/", h)
 	return mux
 }
 
-// tokenVerifier accepts the configured tokens; the caller is named by the token's place in
-// the list, never by the token itself.
-func tokenVerifier(tokens []string) auth.TokenVerifier {
-	return func(_ context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		found := -1
-		for i, t := range tokens {
-			// Every token is compared, so the time taken says nothing of which matched.
-			if subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
-				found = i
-			}
+// staticCaller returns the caller a configured static token names, by its place in the
+// list, never by the token itself; nil when token is none of them.
+func staticCaller(tokens []string, token string) *auth.TokenInfo {
+	found := -1
+	for i, t := range tokens {
+		// Every token is compared, so the time taken says nothing of which matched.
+		if subtle.ConstantTimeCompare([]byte(token), []byte(t)) == 1 {
+			found = i
 		}
-		if found < 0 {
-			return nil, fmt.Errorf("%w: the bearer token is not one elicitd was given", auth.ErrInvalidToken)
-		}
-		return &auth.TokenInfo{UserID: "token-" + strconv.Itoa(found+1)}, nil
 	}
+	if found < 0 {
+		return nil
+	}
+	return &auth.TokenInfo{UserID: "token-" + strconv.Itoa(found+1)}
+}
+
+// oauthCaller is the caller an OAuth token names: its issuer and subject, as a JSON pair
+// after "oauth:", so that no two (issuer, subject) pairs, and no static token's caller
+// ("token-N"), share a name.
+func oauthCaller(c *oauth.Claims) *auth.TokenInfo {
+	pair, _ := json.Marshal([2]string{c.Issuer, c.Subject})
+	return &auth.TokenInfo{UserID: "oauth:" + string(pair), Scopes: c.Scopes, Expiration: c.Expiry}
+}
+
+// verifiedKey carries the TokenInfo bearerAuth established to the SDK's middleware.
+type verifiedKey struct{}
+
+// bearerAuth lets through an MCP request that brings a valid bearer token in its
+// Authorization header: a static token (ELICITD_HTTP_TOKEN), or an OAuth access token that
+// hc.verifier accepts and that has every scope of hc.scopes. It refuses, as RFC 6750 and
+// RFC 9728 say, with a WWW-Authenticate challenge naming the resource metadata:
+//   - no token: 401, no error code;
+//   - a token in the query string: 401 invalid_request (it would be in logs);
+//   - a token not accepted: 401 invalid_token, with the reason (never the token);
+//   - a token without a required scope: 403 insufficient_scope, with the scopes needed;
+//   - the issuer unreachable and no keys held: 503 with Retry-After.
+//
+// The caller's TokenInfo goes on through go-sdk's auth.RequireBearerToken, where the MCP
+// handler finds it (and ties a session to its user).
+func bearerAuth(hc httpConfig, next http.Handler) http.Handler {
+	base := oauth.Challenge{Scope: strings.Join(hc.scopes, " ")}
+	if hc.publicURL != "" {
+		base.ResourceMetadata = oauth.MetadataURL(hc.publicURL)
+	}
+	inner := auth.RequireBearerToken(func(_ context.Context, _ string, r *http.Request) (*auth.TokenInfo, error) {
+		if ti, ok := r.Context().Value(verifiedKey{}).(*auth.TokenInfo); ok {
+			return ti, nil
+		}
+		return nil, auth.ErrInvalidToken
+	}, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true, ClockSkew: oauth.DefaultLeeway})(next)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		refuse := func(status int, errCode, why string) {
+			c := base
+			c.Error, c.Description = errCode, why
+			if status != http.StatusServiceUnavailable {
+				w.Header().Set("WWW-Authenticate", c.String())
+			}
+			http.Error(w, why, status)
+		}
+		if r.URL.Query().Has("access_token") {
+			refuse(http.StatusUnauthorized, oauth.ErrorInvalidRequest, "a bearer token goes in the Authorization header, never in the URL")
+			return
+		}
+		header := r.Header.Get("Authorization")
+		if header == "" {
+			refuse(http.StatusUnauthorized, "", "this MCP endpoint needs a bearer token (Authorization: Bearer ...)")
+			return
+		}
+		scheme, token, ok := strings.Cut(header, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			refuse(http.StatusUnauthorized, oauth.ErrorInvalidRequest, "the Authorization header must be: Bearer TOKEN")
+			return
+		}
+		token = strings.TrimSpace(token)
+		ti := staticCaller(hc.tokens, token)
+		if ti == nil && hc.verifier == nil {
+			refuse(http.StatusUnauthorized, oauth.ErrorInvalidToken, "the bearer token is not one elicitd was given")
+			return
+		}
+		if ti == nil {
+			claims, err := hc.verifier.Verify(r.Context(), token)
+			if errors.Is(err, oauth.ErrUnavailable) {
+				w.Header().Set("Retry-After", "5")
+				refuse(http.StatusServiceUnavailable, "", "the token cannot be checked now: its authorization server cannot be reached")
+				return
+			}
+			if err != nil {
+				refuse(http.StatusUnauthorized, oauth.ErrorInvalidToken, err.Error())
+				return
+			}
+			if missing := claims.Missing(hc.scopes); len(missing) > 0 {
+				refuse(http.StatusForbidden, oauth.ErrorInsufficientScope, "the token lacks the scope "+strings.Join(missing, " "))
+				return
+			}
+			ti = oauthCaller(claims)
+		}
+		inner.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), verifiedKey{}, ti)))
+	})
 }
 
 // originCheck refuses, with 403, a request whose Origin (sent by browsers) is neither the
@@ -174,7 +300,8 @@ func probes(stopping *atomic.Bool, st store.Store, next http.Handler) http.Handl
 
 // callerOwner owns questions over HTTP: a client with a session (2025-11-25 and earlier)
 // owns its questions by that session (""), as on stdio; a stateless 2026-07-28 request by
-// its caller, the bearer token it brought, or on loopback without tokens the local user.
+// its caller: the static bearer token it brought, the issuer and subject of its OAuth
+// token, or, on loopback with neither tokens nor issuers set, the local user.
 func callerOwner(req *mcp.CallToolRequest) string {
 	if req.Session != nil && req.Session.ID() != "" {
 		return ""

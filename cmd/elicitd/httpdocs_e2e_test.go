@@ -175,9 +175,10 @@ func TestHTTPDocsCurlRecipesCanFail(t *testing.T) {
 	})
 }
 
-// The host snippets are JSON a host takes: an http entry with the endpoint and a bearer token.
+// The host snippets are JSON a host takes: an http entry with the endpoint and a bearer token,
+// or, for a host that signs in with OAuth, the endpoint alone.
 func TestHTTPDocsHostSnippets(t *testing.T) {
-	keys := map[string]bool{}
+	keys, oauthKeys := map[string]bool{}, map[string]bool{}
 	for _, b := range docBlocks(t, httpDoc) {
 		if b.lang != "json" {
 			continue
@@ -194,11 +195,17 @@ func TestHTTPDocsHostSnippets(t *testing.T) {
 			require.True(t, ok, "%s names the server elicitd", key)
 			assert.Equal(t, "http", entry.Type)
 			assert.Regexp(t, `^https://[^/]+/mcp$`, entry.URL)
+			if b.heading == "MCP hosts with OAuth" {
+				oauthKeys[key] = true
+				assert.Empty(t, entry.Headers, "a host that signs in brings its own token")
+				continue
+			}
 			assert.Regexp(t, `^Bearer \S+$`, entry.Headers["Authorization"])
 		}
 	}
 	assert.True(t, keys["mcpServers"], "the mcpServers format")
 	assert.True(t, keys["servers"], "VS Code's format")
+	assert.Equal(t, map[string]bool{"mcpServers": true, "servers": true}, oauthKeys, "both formats, for OAuth")
 }
 
 // The elicit --url lines of docs/http.md that need no person (tools, and a call answered

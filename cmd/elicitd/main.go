@@ -17,6 +17,7 @@ import (
 	"net/url"
 	"os"
 	"os/signal"
+	"regexp"
 	"runtime"
 	"runtime/debug"
 	"runtime/pprof"
@@ -33,6 +34,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/oauth"
 	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/tools/ups"
 )
@@ -305,6 +307,10 @@ func runHTTP(cfg config, opts options, logger *slog.Logger, stderr io.Writer, mx
 		base := cfg.page.base(ln.Addr())
 		opts.Pages = page.New(cfg.page.options(func() (string, error) { return base, nil }, logger))
 	}
+	if cfg.http.verifier != nil {
+		logger.Info("MCP requests need an OAuth access token (or a static token)", "resource", cfg.http.publicURL,
+			"issuers", strings.Join(cfg.http.issuers, ","), "scopes", strings.Join(cfg.http.scopes, ","))
+	}
 	srv := newServer(opts, version)
 	caps := newSessionCaps(cfg.http.maxPerCaller, cfg.http.maxSessions, logger)
 	var stopping atomic.Bool
@@ -381,7 +387,7 @@ type setting struct {
 // repeated one's values are joined by commas.
 var (
 	booleanSettings  = map[string]bool{"webhook-answers": true, "webhook-allow-private": true}
-	repeatedSettings = map[string]bool{"webhook": true}
+	repeatedSettings = map[string]bool{"webhook": true, "auth-issuer": true, "auth-scope": true}
 )
 
 // flagText is a setting's flag: its text, a boolean's "true" when given alone, a repeated
@@ -464,6 +470,37 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"templates", "ELICITD_TEMPLATES", "a directory of form templates, NAME.json each (comma-separated for several): ask_user asks them by name, and create_shipment.json and rate_shipment.json reword the shipping tools' forms; a bad one refuses start-up; reloaded on SIGHUP", "", c.templates.parse},
 		{"http", "ELICITD_HTTP", "serve Streamable HTTP on this host:port instead of stdio (a non-loopback address needs ELICITD_HTTP_TOKEN)", "", func(s string) error {
 			c.http.addr = s
+			return nil
+		}},
+		{"public-url", "ELICITD_PUBLIC_URL", "with --auth-issuer: the MCP endpoint's URL as clients reach it (https://elicitd.example.com/mcp): the resource every token must be for", "", func(s string) error {
+			if s == "" {
+				return nil
+			}
+			if u, err := url.Parse(s); err != nil || u.RawQuery != "" || u.Fragment != "" || !plainPath.MatchString(u.Path) {
+				return fmt.Errorf("must be a URL with no query or fragment, its path letters, digits and . _ ~ - / only, got %q", s)
+			}
+			if err := oauth.CheckServerURL(s); err != nil {
+				return err
+			}
+			c.http.publicURL = s
+			return nil
+		}},
+		{"auth-issuer", "ELICITD_AUTH_ISSUER", "with --http: an OAuth authorization server whose access tokens are accepted, by its issuer URL (https; http on loopback only); give the flag again, or commas, for several. Every MCP request then needs a valid token", "", func(s string) error {
+			for _, iss := range splitList(s) {
+				if err := oauth.CheckServerURL(iss); err != nil {
+					return err
+				}
+				c.http.issuers = append(c.http.issuers, iss)
+			}
+			return nil
+		}},
+		{"auth-scope", "ELICITD_AUTH_SCOPE", "with --auth-issuer: a scope every token must have; give the flag again, or commas, for several", "", func(s string) error {
+			for _, sc := range splitList(s) {
+				if strings.ContainsAny(sc, " \"\\") {
+					return fmt.Errorf("must be scope names, comma-separated, got %q", sc)
+				}
+				c.http.scopes = append(c.http.scopes, sc)
+			}
 			return nil
 		}},
 		{"http-origins", "ELICITD_HTTP_ORIGINS", "with --http: browser origins allowed to call, comma-separated, besides the server's own (https://app.example.com, say)", "", func(s string) error {
@@ -581,7 +618,12 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}
 		c.http.tokens = append(c.http.tokens, t)
 	}
+	// Introspection's client credentials, like every secret, come only from the environment.
+	c.http.clientID, c.http.clientSecret = getenv("ELICITD_AUTH_CLIENT_ID"), getenv("ELICITD_AUTH_CLIENT_SECRET")
 	if err := c.http.check(); err != nil {
+		return c, err
+	}
+	if err := c.http.checkOAuth(); err != nil {
 		return c, err
 	}
 	if err := c.page.check(); err != nil {
@@ -600,6 +642,10 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	c.ups, err = ups.ConfigFromEnv(getenv)
 	return c, err
 }
+
+// plainPath is a URL path that needs no escaping, for --public-url (its metadata's path is
+// served on a ServeMux, where braces would be wildcards).
+var plainPath = regexp.MustCompile(`^[A-Za-z0-9._~/-]*$`)
 
 // splitList splits a comma-separated setting, dropping blanks.
 func splitList(s string) []string {

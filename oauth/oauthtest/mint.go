@@ -42,11 +42,14 @@ func (p *Provider) payload(c Claims) map[string]any {
 		c.Expiry = now.Add(AccessTokenLifetime)
 	}
 	m := map[string]any{
-		"iss": c.Issuer, "sub": c.Subject, "aud": c.Audience, "iat": c.IssuedAt.Unix(),
+		"iss": c.Issuer, "sub": c.Subject, "iat": c.IssuedAt.Unix(),
 		"nbf": c.NotBefore.Unix(), "exp": c.Expiry.Unix(), "jti": newID(), "client_id": "oauthtest",
 	}
 	if c.Scope != "" {
 		m["scope"] = c.Scope
+	}
+	if len(c.Audience) > 0 {
+		m["aud"] = c.Audience
 	}
 	return m
 }
@@ -66,21 +69,13 @@ func (p *Provider) TokenForeignKey(c Claims) string {
 	p.store.mu.Lock()
 	kid := p.store.keys[len(p.store.keys)-1].id
 	p.store.mu.Unlock()
-	k, err := newKey()
-	if err != nil {
-		panic(err)
-	}
-	return sign(k.key.(*rsa.PrivateKey), kid, p.payload(c))
+	return sign(p.stranger(), kid, p.payload(c))
 }
 
 // TokenUnknownKID signs c with a key that is in no JWKS, under a kid the provider never
 // used: a verifier asks the JWKS again, and still finds none.
 func (p *Provider) TokenUnknownKID(c Claims) string {
-	k, err := newKey()
-	if err != nil {
-		panic(err)
-	}
-	return sign(k.key.(*rsa.PrivateKey), "unknown-"+k.id, p.payload(c))
+	return sign(p.stranger(), "unknown-"+newID()[:8], p.payload(c))
 }
 
 // TokenAlgNone is c unsigned: header alg "none", an empty signature.
@@ -105,6 +100,18 @@ func (p *Provider) TokenHS256WithPublicKey(c Claims) string {
 		m.Write(in)
 		return m.Sum(nil)
 	})
+}
+
+// stranger is a key the provider never publishes, made once (RSA keys are slow to make).
+func (p *Provider) stranger() *rsa.PrivateKey {
+	p.strangerOnce.Do(func() {
+		k, err := newKey()
+		if err != nil {
+			panic(err)
+		}
+		p.strangerKey = k.key.(*rsa.PrivateKey)
+	})
+	return p.strangerKey
 }
 
 // sign is a JWS compact serialization of payload, RS256 with key under kid.

@@ -9,7 +9,7 @@
 //   - its JWKS (jwks_uri), which KeysDown turns into 503s and RotateKey extends;
 //   - the authorization code flow with PKCE (S256). The login step approves at once, as the
 //     person the request's login_hint names ("user" without one): a test plays the browser
-//     with Login;
+//     with Login, or SignIn runs the whole flow for a token;
 //   - dynamic client registration (RFC 7591) at /register, and RegisterClient for a
 //     pre-registered one;
 //   - refresh tokens (scope offline_access), rotated on each use;
@@ -49,12 +49,14 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/zitadel/oidc/v3/pkg/oidc"
 	"github.com/zitadel/oidc/v3/pkg/op"
+	"golang.org/x/oauth2"
 )
 
 // Provider is a running OpenID provider. Its fields are read-only.
@@ -67,6 +69,9 @@ type Provider struct {
 	store    *storage
 	keysDown atomic.Bool
 	keyReqs  atomic.Int64
+
+	strangerOnce sync.Once
+	strangerKey  *rsa.PrivateKey
 }
 
 // Scopes are the scopes the provider advertises besides OpenID's own; it grants any scope
@@ -314,4 +319,28 @@ func (p *Provider) Login(ctx context.Context, authURL, subject string) (url.Valu
 		return q, errors.New("oauthtest: the redirect to the client has no code")
 	}
 	return q, nil
+}
+
+// SignIn registers a client with o (redirecting to a made-up loopback URI when o names
+// none), runs the authorization code flow with PKCE for it as subject, asking for resource
+// (RFC 8707; "" asks for none) and scopes, and returns the token response: a shortcut for
+// tests that need a token as the provider issues it, without an OAuth client of their own.
+func (p *Provider) SignIn(ctx context.Context, o ClientOptions, subject, resource string, scopes ...string) (*oauth2.Token, error) {
+	if len(o.RedirectURIs) == 0 {
+		o.RedirectURIs = []string{"http://127.0.0.1:1/callback"}
+	}
+	id, secret := p.RegisterClient(o)
+	cfg := &oauth2.Config{ClientID: id, ClientSecret: secret, RedirectURL: o.RedirectURIs[0], Scopes: scopes,
+		Endpoint: oauth2.Endpoint{AuthURL: p.op.AuthorizationEndpoint().Absolute(p.Issuer),
+			TokenURL: p.op.TokenEndpoint().Absolute(p.Issuer), AuthStyle: oauth2.AuthStyleInParams}}
+	verifier := oauth2.GenerateVerifier()
+	opts := []oauth2.AuthCodeOption{oauth2.S256ChallengeOption(verifier)}
+	if resource != "" {
+		opts = append(opts, oauth2.SetAuthURLParam("resource", resource))
+	}
+	q, err := p.Login(ctx, cfg.AuthCodeURL(rand.Text(), opts...), subject)
+	if err != nil {
+		return nil, err
+	}
+	return cfg.Exchange(ctx, q.Get("code"), oauth2.VerifierOption(verifier))
 }

@@ -1,0 +1,199 @@
+package oauth_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/elicitd/elicitd/oauth"
+	"github.com/elicitd/elicitd/oauth/oauthtest"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const resource = "https://elicitd.example.com/mcp"
+
+func newVerifier(t *testing.T, p *oauthtest.Provider, mock *clock.Mock, creds ...string) *oauth.Verifier {
+	t.Helper()
+	cfg := oauth.Config{Resource: resource, Issuers: []string{p.Issuer}, HTTPClient: &http.Client{}}
+	if mock != nil {
+		cfg.Clock = mock
+	}
+	if len(creds) == 2 {
+		cfg.ClientID, cfg.ClientSecret = creds[0], creds[1]
+	}
+	v, err := oauth.New(cfg)
+	require.NoError(t, err)
+	return v
+}
+
+// signIn runs the code flow with PKCE for subject, asking for the resource, and returns the
+// access token.
+func signIn(t *testing.T, p *oauthtest.Provider, subject string, opts oauthtest.ClientOptions) string {
+	t.Helper()
+	tok, err := p.SignIn(context.Background(), opts, subject, resource, "openid", "elicitd")
+	require.NoError(t, err)
+	return tok.AccessToken
+}
+
+func TestVerifyAcceptsATokenFromTheCodeFlow(t *testing.T) {
+	p := oauthtest.Start(t)
+	v := newVerifier(t, p, nil)
+	c, err := v.Verify(context.Background(), signIn(t, p, "alice", oauthtest.ClientOptions{}))
+	require.NoError(t, err)
+	assert.Equal(t, p.Issuer, c.Issuer)
+	assert.Equal(t, "alice", c.Subject)
+	assert.Equal(t, []string{"openid", "elicitd"}, c.Scopes)
+	assert.Empty(t, c.Missing([]string{"elicitd"}))
+	assert.Equal(t, []string{"elicitd:admin"}, c.Missing([]string{"elicitd", "elicitd:admin"}))
+}
+
+func TestVerifyRefuses(t *testing.T) {
+	p := oauthtest.Start(t)
+	v := newVerifier(t, p, nil)
+	now := time.Now()
+	good := oauthtest.Claims{Subject: "mallory", Audience: []string{resource}, Scope: "elicitd"}
+	with := func(f func(*oauthtest.Claims)) oauthtest.Claims {
+		c := good
+		f(&c)
+		return c
+	}
+	// The leeway is no refusal: a token a few seconds past exp, or a few before nbf, passes.
+	for name, tok := range map[string]string{
+		"valid":                    p.Token(good),
+		"exp within leeway":        p.Token(with(func(c *oauthtest.Claims) { c.Expiry = now.Add(-10 * time.Second) })),
+		"nbf within leeway":        p.Token(with(func(c *oauthtest.Claims) { c.NotBefore = now.Add(10 * time.Second) })),
+		"one of several audiences": p.Token(with(func(c *oauthtest.Claims) { c.Audience = []string{"other", resource} })),
+	} {
+		_, err := v.Verify(context.Background(), tok)
+		assert.NoError(t, err, name)
+	}
+	for _, c := range []struct{ name, token, says string }{
+		{"expired", p.Token(with(func(c *oauthtest.Claims) {
+			c.IssuedAt, c.NotBefore, c.Expiry = now.Add(-time.Hour), now.Add(-time.Hour), now.Add(-time.Minute)
+		})), "expired"},
+		{"not yet valid", p.Token(with(func(c *oauthtest.Claims) { c.NotBefore = now.Add(5 * time.Minute) })), "not valid yet"},
+		{"issued in the future", p.Token(with(func(c *oauthtest.Claims) { c.IssuedAt = now.Add(5 * time.Minute) })), "not valid yet"},
+		{"another audience", p.Token(with(func(c *oauthtest.Claims) { c.Audience = []string{"https://other.example.com/mcp"} })), "audience"},
+		{"no audience", p.Token(with(func(c *oauthtest.Claims) { c.Audience = nil })), "audience"},
+		{"another issuer", p.Token(with(func(c *oauthtest.Claims) { c.Issuer = "https://evil.example.com" })), "not one elicitd trusts"},
+		{"no subject", p.Token(with(func(c *oauthtest.Claims) { c.Subject = "" })), "no sub"},
+		{"alg none", p.TokenAlgNone(good), "allowed algorithm"},
+		{"HS256 with the public key", p.TokenHS256WithPublicKey(good), "allowed algorithm"},
+		{"unknown kid", p.TokenUnknownKID(good), "no key"},
+		{"a key not in the JWKS", p.TokenForeignKey(good), "signature does not verify"},
+		{"not a token", "not-a-token", "introspect"},
+		{"a tampered payload", p.Token(good)[:40] + "x" + p.Token(good)[41:], ""},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			_, err := v.Verify(context.Background(), c.token)
+			require.ErrorIs(t, err, oauth.ErrInvalidToken)
+			assert.Contains(t, err.Error(), c.says)
+			assert.NotContains(t, err.Error(), c.token, "an error never holds the token")
+		})
+	}
+}
+
+func TestKeysAreFetchedAgainForAnUnknownKidAtMostEveryFewSeconds(t *testing.T) {
+	p := oauthtest.Start(t)
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	v := newVerifier(t, p, mock)
+	ctx := context.Background()
+	c := oauthtest.Claims{Subject: "alice", Audience: []string{resource}}
+	_, err := v.Verify(ctx, p.Token(c))
+	require.NoError(t, err)
+	require.EqualValues(t, 1, p.KeyRequests())
+
+	_, err = p.RotateKey()
+	require.NoError(t, err)
+	rotated := p.Token(c)
+	_, err = v.Verify(ctx, rotated)
+	require.ErrorIs(t, err, oauth.ErrInvalidToken, "the new kid, within the refresh interval: not fetched yet")
+	unknown := p.TokenUnknownKID(c)
+	for range 10 {
+		_, _ = v.Verify(ctx, unknown)
+	}
+	assert.EqualValues(t, 1, p.KeyRequests(), "unknown kids do not hammer the issuer")
+
+	mock.Add(oauth.DefaultRefreshEvery)
+	_, err = v.Verify(ctx, rotated)
+	require.NoError(t, err, "after the interval, the unknown kid fetches the keys again")
+	assert.EqualValues(t, 2, p.KeyRequests())
+}
+
+func TestKeysAreKeptWhileTheIssuerIsDown(t *testing.T) {
+	p := oauthtest.Start(t)
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	v := newVerifier(t, p, mock)
+	ctx := context.Background()
+	c := oauthtest.Claims{Subject: "alice", Audience: []string{resource}}
+	_, err := v.Verify(ctx, p.Token(c))
+	require.NoError(t, err)
+
+	p.KeysDown(true)
+	mock.Add(time.Minute)
+	_, err = v.Verify(ctx, p.TokenUnknownKID(c))
+	require.ErrorIs(t, err, oauth.ErrInvalidToken, "an unknown kid while the JWKS is down")
+	assert.EqualValues(t, 2, p.KeyRequests(), "it was asked again, and failed")
+	_, err = v.Verify(ctx, p.Token(c))
+	assert.NoError(t, err, "the keys held still verify")
+}
+
+func TestNoKeysAtAllIsUnavailable(t *testing.T) {
+	p := oauthtest.Start(t)
+	p.KeysDown(true)
+	v := newVerifier(t, p, nil)
+	_, err := v.Verify(context.Background(), p.Token(oauthtest.Claims{Subject: "alice", Audience: []string{resource}}))
+	require.ErrorIs(t, err, oauth.ErrUnavailable)
+	assert.NotErrorIs(t, err, oauth.ErrInvalidToken)
+}
+
+func TestOpaqueTokensAreIntrospected(t *testing.T) {
+	p := oauthtest.Start(t)
+	rsID, rsSecret := p.RegisterClient(oauthtest.ClientOptions{Confidential: true})
+	token := signIn(t, p, "bob", oauthtest.ClientOptions{Opaque: true})
+
+	c, err := newVerifier(t, p, nil, rsID, rsSecret).Verify(context.Background(), token)
+	require.NoError(t, err)
+	assert.Equal(t, "bob", c.Subject)
+	assert.Equal(t, p.Issuer, c.Issuer)
+	assert.Contains(t, c.Scopes, "elicitd")
+
+	_, err = newVerifier(t, p, nil).Verify(context.Background(), token)
+	require.ErrorIs(t, err, oauth.ErrInvalidToken, "without client credentials, no introspection")
+	_, err = newVerifier(t, p, nil, rsID, rsSecret).Verify(context.Background(), "opaque-but-unknown")
+	require.ErrorIs(t, err, oauth.ErrInvalidToken)
+	assert.Contains(t, err.Error(), "not active")
+}
+
+func TestNewRefusesBadSettings(t *testing.T) {
+	for _, c := range []oauth.Config{
+		{Resource: "http://elicitd.example.com/mcp", Issuers: []string{"https://id.example.com"}},
+		{Resource: resource, Issuers: []string{"http://id.example.com"}},
+		{Resource: resource},
+		{Resource: "mcp", Issuers: []string{"https://id.example.com"}},
+	} {
+		_, err := oauth.New(c)
+		assert.Error(t, err, "%+v", c)
+	}
+	_, err := oauth.New(oauth.Config{Resource: "http://127.0.0.1:8080/mcp", Issuers: []string{"http://localhost:9000/realms/x"}})
+	assert.NoError(t, err, "http on loopback, for development")
+}
+
+func TestMetadataPathAndChallenge(t *testing.T) {
+	assert.Equal(t, "/.well-known/oauth-protected-resource/mcp", oauth.MetadataPath("https://elicitd.example.com/mcp"))
+	assert.Equal(t, "/.well-known/oauth-protected-resource", oauth.MetadataPath("https://elicitd.example.com/"))
+	assert.Equal(t, "https://elicitd.example.com/.well-known/oauth-protected-resource/a/mcp", oauth.MetadataURL("https://elicitd.example.com/a/mcp"))
+	assert.Equal(t, `Bearer resource_metadata="https://h/.well-known/oauth-protected-resource/mcp", error="invalid_token", error_description="it's 'bad'?", scope="a b"`,
+		oauth.Challenge{ResourceMetadata: "https://h/.well-known/oauth-protected-resource/mcp", Error: oauth.ErrorInvalidToken,
+			Description: `it's "bad"` + "\u00e9", Scope: "a b"}.String())
+	assert.Equal(t, "Bearer", oauth.Challenge{}.String())
+}
