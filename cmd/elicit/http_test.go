@@ -47,8 +47,14 @@ var listensAt = regexp.MustCompile(`msg="serving MCP over Streamable HTTP" addre
 // it says where it listens. SIGTERM stops it when the test ends.
 func serveHTTP(t *testing.T, env ...string) *httpElicitd {
 	t.Helper()
+	return serveHTTPArgs(t, []string{"--http", "127.0.0.1:0"}, env...)
+}
+
+// serveHTTPArgs is serveHTTP with elicitd's arguments given.
+func serveHTTPArgs(t *testing.T, args []string, env ...string) *httpElicitd {
+	t.Helper()
 	s := &httpElicitd{}
-	cmd := exec.Command(elicitdBin, "--http", "127.0.0.1:0")
+	cmd := exec.Command(elicitdBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StderrPipe()
 	require.NoError(t, err)

@@ -6,6 +6,7 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -135,55 +136,96 @@ func kept(t *testing.T, config, server string) *signInRecord {
 	return rec
 }
 
-// elicit --url, without a token, signs in when the server answers 401: with --no-open the
-// link goes to stderr (stdout is the result's), a browser that follows it lets elicit
-// finish the call, the sign-in is kept for the next run, which needs no browser, and
-// logout forgets it.
+// serveOAuth starts elicitd --http on a loopback port whose URL is its --public-url, trusting
+// p's access tokens and asking for the scope elicitd.
+func serveOAuth(t *testing.T, p *oauthtest.Provider) *httpElicitd {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	addr := ln.Addr().String()
+	require.NoError(t, ln.Close()) // elicitd's port now: its public URL is known before it starts
+	s := serveHTTPArgs(t, []string{"--http", addr, "--public-url", "http://" + addr + "/mcp",
+		"--auth-issuer", p.Issuer, "--auth-scope", "elicitd"})
+	require.Equal(t, "http://"+addr+"/mcp", s.url)
+	return s
+}
+
+// configEnv is the environment of an elicit whose config directory is config, with no
+// static token.
+func configEnv(config string, env ...string) []string {
+	return append([]string{"XDG_CONFIG_HOME=" + config, "HOME=" + config, tokenEnv + "="}, env...)
+}
+
+// elicit --url, without a token, signs in when elicitd answers 401: with --no-open the link
+// goes to stderr (stdout is the result's), a browser that follows it lets elicit finish
+// ask_user, the sign-in is kept (0600) for the next run, which needs no browser; a static
+// token takes precedence over it; logout forgets it. No token is ever shown or logged.
 func TestURLSignsIn(t *testing.T) {
 	p := oauthtest.Start(t)
-	rs := startResourceServer(t, p)
-	config := t.TempDir()
-	noBrowser := []string{"BROWSER=/nonexistent/browser"}
+	s := serveOAuth(t, p)
+	noBrowser := "BROWSER=/nonexistent/browser" // a browser started would fail, and say so
+	var tokens []string                         // the tokens elicit signed in for
+	for _, era := range eras {
+		t.Run(era, func(t *testing.T) {
+			config := t.TempDir()
+			answers := writeFile(t, "answers.json", `[{"weight": 5}]`)
+			call := []string{"--url", s.url, "--protocol", era, "--answers", answers, "call", "ask_user", "--args", weightArgs}
 
-	r := startSigningIn(t, config, noBrowser, "--url", rs.url, "--no-open", "call", "whoami")
-	link := r.link(t)
-	assert.True(t, strings.HasPrefix(link, p.Issuer+"/authorize?"), link)
-	require.NoError(t, followSignIn(context.Background(), link))
-	res := r.wait(t)
-	require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
-	assert.Equal(t, "user\n", res.stdout, "the call's result, and nothing else")
-	assert.Contains(t, res.stderr, rs.url+" wants you to sign in.\nOpen this link in your browser to sign in:\n"+link+"\n")
-	assert.NotContains(t, res.stderr, "could not open a browser", "--no-open starts none")
-	assert.Contains(t, res.stderr, "elicit: signed in to "+rs.url)
+			r := startSigningIn(t, config, []string{noBrowser}, append([]string{"--no-open"}, call...)...)
+			link := r.link(t)
+			assert.True(t, strings.HasPrefix(link, p.Issuer+"/authorize?"), link)
+			require.NoError(t, followSignIn(context.Background(), link))
+			res := r.wait(t)
+			require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
+			assert.Equal(t, "completed", decodeOut(t, res.stdout)["status"], "stdout is the result alone")
+			assert.Contains(t, res.stderr, s.url+" wants you to sign in.\nOpen this link in your browser to sign in:\n"+link+"\n")
+			assert.NotContains(t, res.stderr, "could not open a browser", "--no-open starts none")
+			assert.Contains(t, res.stderr, "elicit: signed in to "+s.url)
 
-	rec := kept(t, config, rs.url)
-	info, err := os.Stat(filepath.Join(config, "elicit", "sign-ins"))
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
-	entries, err := os.ReadDir(filepath.Join(config, "elicit", "sign-ins"))
-	require.NoError(t, err)
-	require.Len(t, entries, 1)
-	info, err = entries[0].Info()
-	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the tokens are the user's alone")
+			dir := filepath.Join(config, "elicit", "sign-ins")
+			info, err := os.Stat(dir)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+			entries, err := os.ReadDir(dir)
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			info, err = entries[0].Info()
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "the tokens are the user's alone")
+			rec := kept(t, config, s.url)
+			tokens = append(tokens, rec.Token.AccessToken, rec.Token.RefreshToken)
 
-	// The next run: the kept sign-in, no browser (one would fail to start).
-	again := runElicitEnv(t, append([]string{"XDG_CONFIG_HOME=" + config, "HOME=" + config, tokenEnv + "="}, noBrowser...), "--url", rs.url, "call", "whoami")
-	require.Equal(t, 0, again.code, "stderr: %s", again.stderr)
-	assert.Equal(t, "user\n", again.stdout)
-	assert.NotContains(t, again.stderr, "sign in")
+			again := runElicitEnv(t, configEnv(config, noBrowser), call...)
+			require.Equal(t, 0, again.code, "stderr: %s", again.stderr)
+			assert.Equal(t, "completed", decodeOut(t, again.stdout)["status"])
+			assert.NotContains(t, again.stderr, "sign in", "the kept sign-in: no browser")
 
-	for _, out := range []string{res.stdout, res.stderr, again.stdout, again.stderr} {
-		assert.NotContains(t, out, rec.Token.AccessToken, "a token is never shown")
-		assert.NotContains(t, out, rec.Token.RefreshToken, "a token is never shown")
+			static := runElicitEnv(t, configEnv(config, noBrowser, tokenEnv+"=not-a-token-of-the-provider-0123"), call...)
+			assert.Equal(t, 1, static.code, "a static token wins over the kept sign-in, and is refused")
+			assert.Contains(t, static.stderr, "the server refused the bearer token (401 Unauthorized): check --token-file or $ELICIT_TOKEN")
+			assert.NotContains(t, static.stderr, "sign in", "with a static token, elicit never signs in")
+			assert.NotContains(t, static.stderr, "not-a-token")
+			static = runElicitEnv(t, configEnv(t.TempDir(), noBrowser, tokenEnv+"="+rec.Token.AccessToken), call...)
+			require.Equal(t, 0, static.code, "the signed-in token, as a static one: stderr: %s", static.stderr)
+			assert.NotContains(t, static.stderr, "sign in")
+
+			for _, out := range []string{res.stdout, res.stderr, again.stdout, again.stderr, static.stdout, static.stderr} {
+				assert.NotContains(t, out, rec.Token.AccessToken, "a token is never shown")
+				assert.NotContains(t, out, rec.Token.RefreshToken, "a token is never shown")
+			}
+
+			out := runElicitEnv(t, configEnv(config), "--url", s.url, "logout")
+			require.Equal(t, 0, out.code, "stderr: %s", out.stderr)
+			assert.Equal(t, "elicit: signed out of "+s.url+"\n", out.stderr)
+			entries, err = os.ReadDir(dir)
+			require.NoError(t, err)
+			assert.Empty(t, entries, "logout removes the file")
+		})
 	}
-
-	out := runElicitEnv(t, []string{"XDG_CONFIG_HOME=" + config, "HOME=" + config}, "--url", rs.url, "logout")
-	require.Equal(t, 0, out.code, "stderr: %s", out.stderr)
-	assert.Equal(t, "elicit: signed out of "+rs.url+"\n", out.stderr)
-	entries, err = os.ReadDir(filepath.Join(config, "elicit", "sign-ins"))
-	require.NoError(t, err)
-	assert.Empty(t, entries, "logout removes the file")
+	require.NotEmpty(t, tokens)
+	for _, token := range tokens {
+		assert.NotContains(t, s.stderr(), token, "nor does elicitd log one")
+	}
 }
 
 // Without --no-open, elicit opens the link in the browser ($BROWSER), which signs in.
@@ -197,28 +239,6 @@ func TestURLSignInOpensTheBrowser(t *testing.T) {
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
 	assert.Equal(t, "user\n", r.stdout)
 	assert.Contains(t, r.stderr, "Opened your browser to sign in. If it did not open, open this link:\n"+p.Issuer+"/authorize?")
-}
-
-// A static token wins: elicit sends it, and never signs in, even when it is refused.
-func TestURLStaticTokenIsNeverSignedInFor(t *testing.T) {
-	p := oauthtest.Start(t)
-	rs := startResourceServer(t, p)
-	r := runElicitEnv(t, []string{"XDG_CONFIG_HOME=" + t.TempDir(), tokenEnv + "=not-a-token-of-the-provider-0123"},
-		"--url", rs.url, "--no-open", "call", "whoami")
-	assert.Equal(t, 1, r.code)
-	assert.Contains(t, r.stderr, "the server refused the bearer token (401 Unauthorized): check --token-file or $ELICIT_TOKEN")
-	assert.NotContains(t, r.stderr, "sign in")
-	assert.NotContains(t, r.stderr, "not-a-token")
-
-	token := p.Token(oauthtestClaims(rs.url))
-	r = runElicitEnv(t, []string{"XDG_CONFIG_HOME=" + t.TempDir(), tokenEnv + "=" + token}, "--url", rs.url, "--no-open", "call", "whoami")
-	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
-	assert.Equal(t, "static\n", r.stdout, "the static token's subject")
-	assert.NotContains(t, r.stderr, token)
-}
-
-func oauthtestClaims(resource string) oauthtest.Claims {
-	return oauthtest.Claims{Subject: "static", Audience: []string{resource}, Scope: "elicitd"}
 }
 
 // A person who never finishes signing in is waited for --sign-in-timeout, and told so;
