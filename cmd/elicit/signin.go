@@ -134,6 +134,12 @@ func (s *signIn) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 }
 
 func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Response) (oauth2.TokenSource, error) {
+	if resp.StatusCode == http.StatusForbidden && !insufficientScope(resp) {
+		// Refused for a reason no sign-in changes (an Origin, a question of another
+		// caller's): the request is tried again as it was, and its 403 reported.
+		_ = resp.Body.Close()
+		return nil, nil
+	}
 	u, _ := url.Parse(s.server) // checked by parse
 	if u.Scheme != "https" && !loopback(u.Hostname()) {
 		_ = resp.Body.Close()
@@ -200,6 +206,21 @@ func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Re
 	}
 	fmt.Fprintf(s.stderr, "elicit: signed in to %s\n", s.server)
 	return kept, nil
+}
+
+// insufficientScope reports whether resp asks for more scopes than the token has (RFC 6750
+// section 3.1): a sign-in asking for them may help.
+func insufficientScope(resp *http.Response) bool {
+	challenges, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if err != nil {
+		return false
+	}
+	for _, c := range challenges {
+		if c.Scheme == "bearer" && c.Params["error"] == "insufficient_scope" {
+			return true
+		}
+	}
+	return false
 }
 
 // findMetadata checks that the server says where to sign in: protected resource metadata

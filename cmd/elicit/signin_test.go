@@ -181,6 +181,19 @@ func TestSignInNeedsTheServersMetadata(t *testing.T) {
 	err = s.Authorize(context.Background(), req, resp)
 	assert.ErrorContains(t, err, "its protected resource metadata at "+srv.URL+"/meta-without-as names no authorization server")
 
+	forbidden := newSignIn(server, &signIns{dir: t.TempDir()}, &stderr)
+	req, resp = unauthorized(t, server, `Bearer error="invalid_token"`)
+	resp.StatusCode = http.StatusForbidden
+	require.NoError(t, forbidden.Authorize(context.Background(), req, resp), "a 403 no sign-in can change: the request is tried again, and its 403 reported")
+	assert.NoError(t, forbidden.failure())
+	ts, err := forbidden.TokenSource(context.Background())
+	require.NoError(t, err)
+	assert.Nil(t, ts, "no sign-in happened")
+	req, resp = unauthorized(t, server, `Bearer error="insufficient_scope", scope="elicitd:admin"`)
+	resp.StatusCode = http.StatusForbidden
+	assert.ErrorContains(t, forbidden.Authorize(context.Background(), req, resp), "asks elicit to sign in (403 Forbidden), but it publishes no OAuth protected resource metadata",
+		"a 403 asking for more scopes is signed in for")
+
 	far := newSignIn("http://mcp.example.com/mcp", &signIns{dir: t.TempDir()}, &stderr)
 	req, resp = unauthorized(t, far.server, "")
 	err = far.Authorize(context.Background(), req, resp)
