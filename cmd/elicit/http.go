@@ -148,8 +148,6 @@ func (b *bearer) explain(w io.Writer) {
 	switch status := b.refused.Load(); {
 	case status == http.StatusUnauthorized && b.signIn != nil:
 		fmt.Fprintf(w, "the server refused the token elicit signed in for (401 Unauthorized): run elicit --url %s logout, and sign in again\n", b.signIn.server)
-	case status == http.StatusUnauthorized && b.token == "":
-		fmt.Fprintf(w, "the server wants a bearer token (401 Unauthorized): put it in a file and give --token-file FILE, or set $%s\n", tokenEnv)
 	case status == http.StatusUnauthorized:
 		fmt.Fprintf(w, "the server refused the bearer token (401 Unauthorized): check --token-file or $%s\n", tokenEnv)
 	case status == http.StatusForbidden:

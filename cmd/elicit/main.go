@@ -223,10 +223,16 @@ func (inv *invocation) checkLogout(dashed bool, extra []string) error {
 		return usagef("logout forgets sign-ins to servers at --url; a stdio server is not signed in to")
 	}
 	if inv.url != "" {
-		u, err := url.Parse(inv.url)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			return usagef("--url must be an http:// or https:// URL of an MCP endpoint (http://127.0.0.1:8080/mcp, say), got %q", inv.url)
-		}
+		return inv.checkURL()
+	}
+	return nil
+}
+
+// checkURL checks that --url is an MCP endpoint's URL.
+func (inv *invocation) checkURL() error {
+	u, err := url.Parse(inv.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--url must be an http:// or https:// URL of an MCP endpoint (http://127.0.0.1:8080/mcp, say), got %q", inv.url)
 	}
 	return nil
 }
@@ -250,9 +256,8 @@ func (inv *invocation) checkServer(dashed bool) error {
 	if dashed {
 		return usagef("--url and -- SERVER_COMMAND are mutually exclusive: elicit either connects to the server at --url or starts SERVER_COMMAND, not both")
 	}
-	u, err := url.Parse(inv.url)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("--url must be an http:// or https:// URL of an MCP endpoint (http://127.0.0.1:8080/mcp, say), got %q", inv.url)
+	if err := inv.checkURL(); err != nil {
+		return err
 	}
 	switch {
 	case inv.serverLog != "":

@@ -210,3 +210,20 @@ func TestSignInRefusedByAProvider(t *testing.T) {
 	assert.True(t, strings.HasPrefix(s.failure().Error(), "the authorization server refused the sign-in (unauthorized_client: "), s.failure().Error())
 	assert.EqualValues(t, 1, opened.Load(), "a refused sign-in is not tried again in the same run")
 }
+
+// With --client-id-url, an authorization server that does not accept Client ID Metadata
+// Documents (this provider does not advertise them) is registered with dynamically instead.
+func TestSignInClientIDURLFallsBackToRegistration(t *testing.T) {
+	p := oauthtest.Start(t)
+	rs := startResourceServer(t, p)
+	store := &signIns{dir: t.TempDir()}
+	var stderr syncBuffer
+	s := newSignIn(rs.url, store, &stderr)
+	s.clientIDURL = "https://elicit.example.com/client.json"
+	s.browse = (&providerBrowser{t: t, p: p}).open
+	assert.Equal(t, "user", whoami(t, rs, s))
+	kept, err := store.load(rs.url)
+	require.NoError(t, err)
+	assert.NotEqual(t, s.clientIDURL, kept.ClientID, "the id dynamic registration gave")
+	assert.True(t, strings.HasPrefix(kept.ClientID, "client-"), kept.ClientID)
+}
