@@ -198,11 +198,12 @@ func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		_ = resp.Body.Close()
 		return nil, fmt.Errorf("cannot prepare to sign in: %w", err)
 	}
+	status := resp.StatusCode // h.Authorize closes resp
 	if err := h.Authorize(ctx, req, resp); err != nil {
-		return nil, s.explain(ctx, err)
+		return nil, s.explain(ctx, status, err)
 	}
 	if kept == nil {
-		return nil, nil // a 403 the SDK passed over: no sign-in happened
+		return nil, nil // the SDK found nothing to sign in for (it passes over such 403s too)
 	}
 	fmt.Fprintf(s.stderr, "elicit: signed in to %s\n", s.server)
 	return kept, nil
@@ -271,16 +272,36 @@ func (s *signIn) findMetadata(ctx context.Context, resp *http.Response) error {
 }
 
 // explain turns a failed sign-in into words for the person: the ways it ends that elicit
-// itself caused (cancelled, timed out, refused) are already errors of elicit's own.
-func (s *signIn) explain(ctx context.Context, err error) error {
-	var mine interface{ signInFailure() }
+// itself caused (cancelled, timed out, refused through the browser) are already errors of
+// elicit's own; an authorization server's refusal to register elicit or to issue a token
+// is said with its error code and description.
+func (s *signIn) explain(ctx context.Context, status int, err error) error {
+	var (
+		mine       interface{ signInFailure() }
+		noToken    *oauth2.RetrieveError
+		noRegister *oauthex.ClientRegistrationError
+	)
 	switch {
 	case errors.As(err, &mine):
 		return err
 	case ctx.Err() != nil:
 		return &signInCancelledError{cause: ctx.Err()}
+	case errors.As(err, &noToken) && noToken.ErrorCode != "":
+		return &signInError{server: s.server, status: status, cause: err,
+			reason: "the authorization server refused to issue a token " + oauthWords(noToken.ErrorCode, noToken.ErrorDescription)}
+	case errors.As(err, &noRegister):
+		return &signInError{server: s.server, status: status, cause: err,
+			reason: "the authorization server refused to register elicit " + oauthWords(noRegister.ErrorCode, noRegister.ErrorDescription)}
 	}
-	return &signInError{server: s.server, status: http.StatusUnauthorized, reason: "signing in failed", cause: err}
+	return &signInError{server: s.server, status: status, reason: "signing in failed: " + err.Error(), cause: err}
+}
+
+// oauthWords is an OAuth error response, as "(code: description)".
+func oauthWords(code, description string) string {
+	if description == "" {
+		return "(" + code + ")"
+	}
+	return "(" + code + ": " + description + ")"
 }
 
 // fetchCode is the browser step: it shows the person the authorization link (opening it,
@@ -386,16 +407,13 @@ type signInError struct {
 	status int    // the server's answer: 401 or 403
 	reason string // why, for a person
 	hint   string // what to do, or ""
-	cause  error  // the underlying failure, or nil
+	cause  error  // the underlying failure (the reason has said it), or nil
 }
 
 func (e *signInError) signInFailure() {}
 
 func (e *signInError) Error() string {
 	msg := fmt.Sprintf("%s asks elicit to sign in (%d %s), but %s", e.server, e.status, http.StatusText(e.status), e.reason)
-	if e.cause != nil {
-		msg += ": " + e.cause.Error()
-	}
 	if e.hint != "" {
 		msg += "; " + e.hint
 	}
@@ -411,10 +429,7 @@ type signInRefusedError struct{ code, description string }
 func (e *signInRefusedError) signInFailure() {}
 
 func (e *signInRefusedError) Error() string {
-	if e.description == "" {
-		return fmt.Sprintf("the authorization server refused the sign-in (%s)", e.code)
-	}
-	return fmt.Sprintf("the authorization server refused the sign-in (%s: %s)", e.code, e.description)
+	return "the authorization server refused the sign-in " + oauthWords(e.code, e.description)
 }
 
 // signInTimeoutError is a browser step that did not finish within --sign-in-timeout.

@@ -176,39 +176,58 @@ func TestSignInWithAProvider(t *testing.T) {
 	assert.Positive(t, rs.accepted.Load())
 }
 
-// A provider that refuses the authorization request sends the refusal back through the
-// browser, and elicit says it in the provider's words.
+// A provider that refuses, at the authorization request (its refusal sent back through the
+// browser) or at the token endpoint, ends the sign-in with the provider's words, once.
 func TestSignInRefusedByAProvider(t *testing.T) {
 	p := oauthtest.Start(t)
 	rs := startResourceServer(t, p)
-	var stderr syncBuffer
-	s := newSignIn(rs.url, &signIns{dir: t.TempDir()}, &stderr)
-	var opened atomic.Int64
-	s.browse = func(link string) error {
-		opened.Add(1)
-		// The request reaches the provider asking for an implicit grant, which elicit's
-		// registration does not allow: the provider refuses it.
-		u, err := url.Parse(link)
-		require.NoError(t, err)
-		q := u.Query()
-		q.Set("response_type", "token")
-		u.RawQuery = q.Encode()
-		back, err := p.Login(context.Background(), u.String(), "alice")
-		require.Error(t, err)
-		require.NotEmpty(t, back.Get("error"))
-		resp, err := http.Get(q.Get("redirect_uri") + "?" + back.Encode())
-		require.NoError(t, err)
-		return resp.Body.Close()
+	cases := []struct {
+		name string
+		// tamper changes the authorization request on its way to the provider, and the
+		// response on its way back to elicit.
+		tamper func(request, response url.Values)
+		want   string
+	}{
+		// The request asks for an implicit grant, which elicit's registration does not
+		// allow: the provider redirects back with unauthorized_client.
+		{"authorization request", func(request, _ url.Values) { request.Set("response_type", "token") },
+			"the authorization server refused the sign-in (unauthorized_client: "},
+		// The code comes back altered: the provider's token endpoint refuses it.
+		{"token endpoint", func(_, response url.Values) { response.Set("code", response.Get("code")+"x") },
+			" asks elicit to sign in (401 Unauthorized), but the authorization server refused to issue a token (invalid_grant: invalid code)"},
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
-	defer cancel()
-	cl := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: version}, nil)
-	_, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: rs.url, OAuthHandler: s}, nil)
-	require.Error(t, err)
-	var refused *signInRefusedError
-	require.ErrorAs(t, s.failure(), &refused)
-	assert.True(t, strings.HasPrefix(s.failure().Error(), "the authorization server refused the sign-in (unauthorized_client: "), s.failure().Error())
-	assert.EqualValues(t, 1, opened.Load(), "a refused sign-in is not tried again in the same run")
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			var stderr syncBuffer
+			s := newSignIn(rs.url, &signIns{dir: t.TempDir()}, &stderr)
+			var opened atomic.Int64
+			s.browse = func(link string) error {
+				opened.Add(1)
+				u, err := url.Parse(link)
+				if err != nil {
+					return err
+				}
+				request := u.Query()
+				c.tamper(request, url.Values{})
+				u.RawQuery = request.Encode()
+				back, _ := p.Login(context.Background(), u.String(), "alice") // its error: the refusal, in back
+				c.tamper(url.Values{}, back)
+				resp, err := http.Get(request.Get("redirect_uri") + "?" + back.Encode())
+				if err != nil {
+					return err
+				}
+				return resp.Body.Close()
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+			defer cancel()
+			cl := mcp.NewClient(&mcp.Implementation{Name: "elicit-test", Version: version}, nil)
+			_, err := cl.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: rs.url, OAuthHandler: s}, nil)
+			require.Error(t, err)
+			require.Error(t, s.failure())
+			assert.Contains(t, s.failure().Error(), c.want)
+			assert.EqualValues(t, 1, opened.Load(), "a refused sign-in is not tried again in the same run")
+		})
+	}
 }
 
 // With --client-id-url, an authorization server that does not accept Client ID Metadata
