@@ -231,13 +231,14 @@ func TestURLSignsIn(t *testing.T) {
 // Without --no-open, elicit opens the link in the browser ($BROWSER), which signs in.
 func TestURLSignInOpensTheBrowser(t *testing.T) {
 	p := oauthtest.Start(t)
-	rs := startResourceServer(t, p)
+	s := serveOAuth(t, p)
 	self, err := os.Executable()
 	require.NoError(t, err)
-	r := runElicitEnv(t, []string{"XDG_CONFIG_HOME=" + t.TempDir(), tokenEnv + "=", "BROWSER=" + self, signInBrowserEnv + "=1"},
-		"--url", rs.url, "call", "whoami")
+	answers := writeFile(t, "answers.json", `[{"weight": 5}]`)
+	r := runElicitEnv(t, configEnv(t.TempDir(), "BROWSER="+self, signInBrowserEnv+"=1"),
+		"--url", s.url, "--answers", answers, "call", "ask_user", "--args", weightArgs)
 	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
-	assert.Equal(t, "user\n", r.stdout)
+	assert.Equal(t, "completed", decodeOut(t, r.stdout)["status"])
 	assert.Contains(t, r.stderr, "Opened your browser to sign in. If it did not open, open this link:\n"+p.Issuer+"/authorize?")
 }
 
@@ -245,16 +246,15 @@ func TestURLSignInOpensTheBrowser(t *testing.T) {
 // Ctrl-C ends the wait at once.
 func TestURLSignInWaitEnds(t *testing.T) {
 	p := oauthtest.Start(t)
-	rs := startResourceServer(t, p)
+	srv := serveOAuth(t, p)
 
-	r := runElicitEnv(t, []string{"XDG_CONFIG_HOME=" + t.TempDir(), tokenEnv + "="},
-		"--url", rs.url, "--no-open", "--sign-in-timeout", "200ms", "call", "whoami")
+	r := runElicitEnv(t, configEnv(t.TempDir()), "--url", srv.url, "--no-open", "--sign-in-timeout", "200ms", "tools")
 	assert.Equal(t, 1, r.code)
 	assert.Contains(t, r.stderr, "elicit: gave up waiting for the sign-in: the browser did not come back to elicit within 200ms (--sign-in-timeout); run elicit again to sign in\n")
 	assert.Equal(t, 1, strings.Count(r.stderr, "Open this link"), "asked once: %s", r.stderr)
 	assert.Empty(t, r.stdout)
 
-	s := startSigningIn(t, t.TempDir(), nil, "--url", rs.url, "--no-open", "call", "whoami")
+	s := startSigningIn(t, t.TempDir(), nil, "--url", srv.url, "--no-open", "tools")
 	s.link(t)
 	require.NoError(t, s.cmd.Process.Signal(syscall.SIGINT))
 	res := s.wait(t)

@@ -71,7 +71,6 @@ func startResourceServer(t *testing.T, p *oauthtest.Provider) *resourceServer {
 // provider's login step (which approves at once) and brings the authorization response
 // back to elicit's loopback redirect, as a browser following the provider's redirect would.
 type providerBrowser struct {
-	t       *testing.T
 	p       *oauthtest.Provider
 	subject string
 	opened  atomic.Int64
@@ -122,7 +121,7 @@ func TestSignInWithAProvider(t *testing.T) {
 	p := oauthtest.Start(t)
 	rs := startResourceServer(t, p)
 	store := &signIns{dir: t.TempDir()}
-	browser := &providerBrowser{t: t, p: p, subject: "alice"}
+	browser := &providerBrowser{p: p, subject: "alice"}
 	var stderr syncBuffer
 	run := func() string {
 		s := newSignIn(rs.url, store, &stderr)
@@ -239,7 +238,7 @@ func TestSignInClientIDURLFallsBackToRegistration(t *testing.T) {
 	var stderr syncBuffer
 	s := newSignIn(rs.url, store, &stderr)
 	s.clientIDURL = "https://elicit.example.com/client.json"
-	s.browse = (&providerBrowser{t: t, p: p}).open
+	s.browse = (&providerBrowser{p: p}).open
 	assert.Equal(t, "user", whoami(t, rs, s))
 	kept, err := store.load(rs.url)
 	require.NoError(t, err)
