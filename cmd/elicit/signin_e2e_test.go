@@ -200,6 +200,21 @@ func TestURLSignsIn(t *testing.T) {
 			assert.Equal(t, "completed", decodeOut(t, again.stdout)["status"])
 			assert.NotContains(t, again.stderr, "sign in", "the kept sign-in: no browser")
 
+			// The access token has expired, by the time kept with it: the next run refreshes it
+			// (no browser) and keeps the new one.
+			expired, tok := *rec, *rec.Token
+			tok.Expiry = time.Now().Add(-time.Minute)
+			expired.Token = &tok
+			require.NoError(t, (&signIns{dir: dir}).save(&expired))
+			refreshed := runElicitEnv(t, configEnv(config, noBrowser), call...)
+			require.Equal(t, 0, refreshed.code, "stderr: %s", refreshed.stderr)
+			assert.Equal(t, "completed", decodeOut(t, refreshed.stdout)["status"])
+			assert.NotContains(t, refreshed.stderr, "sign in", "a refresh needs no browser")
+			fresh := kept(t, config, s.url)
+			assert.NotEqual(t, rec.Token.AccessToken, fresh.Token.AccessToken, "a new access token, kept")
+			assert.True(t, fresh.Token.Expiry.After(time.Now()))
+			tokens = append(tokens, fresh.Token.AccessToken, fresh.Token.RefreshToken)
+
 			static := runElicitEnv(t, configEnv(config, noBrowser, tokenEnv+"=not-a-token-of-the-provider-0123"), call...)
 			assert.Equal(t, 1, static.code, "a static token wins over the kept sign-in, and is refused")
 			assert.Contains(t, static.stderr, "the server refused the bearer token (401 Unauthorized): check --token-file or $ELICIT_TOKEN")
@@ -209,9 +224,10 @@ func TestURLSignsIn(t *testing.T) {
 			require.Equal(t, 0, static.code, "the signed-in token, as a static one: stderr: %s", static.stderr)
 			assert.NotContains(t, static.stderr, "sign in")
 
-			for _, out := range []string{res.stdout, res.stderr, again.stdout, again.stderr, static.stdout, static.stderr} {
-				assert.NotContains(t, out, rec.Token.AccessToken, "a token is never shown")
-				assert.NotContains(t, out, rec.Token.RefreshToken, "a token is never shown")
+			for _, out := range []string{res.stdout, res.stderr, again.stdout, again.stderr, refreshed.stdout, refreshed.stderr, static.stdout, static.stderr} {
+				for _, token := range []string{rec.Token.AccessToken, rec.Token.RefreshToken, fresh.Token.AccessToken, fresh.Token.RefreshToken} {
+					assert.NotContains(t, out, token, "a token is never shown")
+				}
 			}
 
 			out := runElicitEnv(t, configEnv(config), "--url", s.url, "logout")
