@@ -2,6 +2,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -35,12 +36,52 @@ func (in introspection) audience() []string {
 	return nil
 }
 
+// IntrospectionCacheFor is how long an active introspection answer is kept (never past the
+// token's exp): a revoked opaque token may be accepted this much longer, and the issuer is
+// asked once per token and period rather than on every request.
+const IntrospectionCacheFor = 30 * time.Second
+
+// introspectionCacheSize bounds the answers kept; the least recently used go first.
+const introspectionCacheSize = 10_000
+
+// cachedAnswer is an active answer, kept until until.
+type cachedAnswer struct {
+	claims Claims
+	until  time.Time
+}
+
 // introspect asks each trusted issuer that offers introspection, in order, about an opaque
-// token; the first that says it is active decides.
+// token; the first that says it is active decides. Active answers are kept for
+// IntrospectionCacheFor, by the token's SHA-256 (the token itself is not kept).
 func (v *Verifier) introspect(ctx context.Context, token string) (*Claims, error) {
 	if v.cfg.ClientID == "" || v.cfg.ClientSecret == "" {
 		return nil, invalid("not a JWT, and elicitd has no client credentials to introspect it with (ELICITD_AUTH_CLIENT_ID, ELICITD_AUTH_CLIENT_SECRET)")
 	}
+	key := sha256.Sum256([]byte(token))
+	now := v.cfg.Clock.Now()
+	v.cacheMu.Lock()
+	hit, ok := v.answers.Get(key)
+	v.cacheMu.Unlock()
+	if ok && now.Before(hit.until) {
+		c := hit.claims
+		return &c, nil
+	}
+	c, err := v.introspectAll(ctx, token)
+	if err != nil {
+		return nil, err
+	}
+	until := now.Add(IntrospectionCacheFor)
+	if !c.Expiry.IsZero() && c.Expiry.Before(until) {
+		until = c.Expiry
+	}
+	v.cacheMu.Lock()
+	v.answers.Add(key, cachedAnswer{claims: *c, until: until})
+	v.cacheMu.Unlock()
+	return c, nil
+}
+
+// introspectAll is introspect without the cache.
+func (v *Verifier) introspectAll(ctx context.Context, token string) (*Claims, error) {
 	var unreachable []error
 	asked := 0
 	for _, iss := range v.cfg.Issuers {

@@ -43,14 +43,12 @@ var errNoKeys = errors.New("no keys held")
 // metadata returns the issuer's metadata, fetching it when it has none and may try.
 func (s *issuerState) metadata(ctx context.Context) (*ServerMetadata, error) {
 	s.mu.Lock()
-	md := s.meta
+	md, seen := s.meta, s.lastTried
 	s.mu.Unlock()
 	if md != nil {
 		return md, nil
 	}
-	if err := s.refresh(ctx, time.Time{}); err != nil {
-		return nil, err
-	}
+	_ = s.refresh(ctx, seen) // the metadata may have come even if the keys did not
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.meta == nil {

@@ -9,7 +9,7 @@
 //     exp and sub, and exp, nbf and iat hold with a leeway of Leeway;
 //   - any other token: an issuer that offers RFC 7662 introspection, asked with the client
 //     credentials the Verifier was given, says it is active, for the resource and (when it
-//     says) not expired.
+//     says) not expired. An active answer is kept for IntrospectionCacheFor.
 //
 // Metadata comes from RFC 8414 discovery, then OpenID Connect discovery; keys from the
 // metadata's jwks_uri. Both are fetched on first use and kept; see issuerState for when
@@ -22,6 +22,7 @@ package oauth
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -31,11 +32,13 @@ import (
 	"net/url"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/benbjohnson/clock"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
 // Config is a Verifier's settings.
@@ -93,6 +96,9 @@ var allowedAlgorithms = []jose.SignatureAlgorithm{
 type Verifier struct {
 	cfg     Config
 	issuers map[string]*issuerState
+
+	cacheMu sync.Mutex                                      // guards answers (simplelru is not safe for concurrent use)
+	answers *simplelru.LRU[[sha256.Size]byte, cachedAnswer] // active introspection answers, by the token's hash
 }
 
 // New returns a Verifier for cfg, or an error naming what is wrong with it. It fetches
@@ -116,7 +122,11 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.RefreshEvery == 0 {
 		cfg.RefreshEvery = DefaultRefreshEvery
 	}
-	v := &Verifier{cfg: cfg, issuers: map[string]*issuerState{}}
+	answers, err := simplelru.NewLRU[[sha256.Size]byte, cachedAnswer](introspectionCacheSize, nil)
+	if err != nil {
+		return nil, err
+	}
+	v := &Verifier{cfg: cfg, issuers: map[string]*issuerState{}, answers: answers}
 	for _, iss := range cfg.Issuers {
 		if err := CheckServerURL(iss); err != nil {
 			return nil, fmt.Errorf("issuer: %w", err)

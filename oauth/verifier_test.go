@@ -174,6 +174,61 @@ func TestOpaqueTokensAreIntrospected(t *testing.T) {
 	assert.Contains(t, err.Error(), "not active")
 }
 
+func TestIntrospectionAnswersAreKeptForAWhile(t *testing.T) {
+	p := oauthtest.Start(t)
+	rsID, rsSecret := p.RegisterClient(oauthtest.ClientOptions{Confidential: true})
+	token := signIn(t, p, "bob", oauthtest.ClientOptions{Opaque: true})
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	v := newVerifier(t, p, mock, rsID, rsSecret)
+	ctx := context.Background()
+	for range 3 {
+		c, err := v.Verify(ctx, token)
+		require.NoError(t, err)
+		assert.Equal(t, "bob", c.Subject)
+	}
+	assert.EqualValues(t, 1, p.IntrospectionRequests(), "asked once")
+	mock.Add(oauth.IntrospectionCacheFor)
+	_, err := v.Verify(ctx, token)
+	require.NoError(t, err)
+	assert.EqualValues(t, 2, p.IntrospectionRequests(), "asked again once the answer is old")
+	for range 2 {
+		_, err = v.Verify(ctx, "never-issued")
+		require.ErrorIs(t, err, oauth.ErrInvalidToken)
+	}
+	assert.EqualValues(t, 4, p.IntrospectionRequests(), "a refusal is not kept")
+}
+
+// An issuer down at the first request is asked again once the refresh interval has passed,
+// for its metadata (opaque tokens) as for its keys (JWTs).
+func TestAnIssuerDownAtFirstIsAskedAgainLater(t *testing.T) {
+	p := oauthtest.Start(t)
+	rsID, rsSecret := p.RegisterClient(oauthtest.ClientOptions{Confidential: true})
+	opaque := signIn(t, p, "bob", oauthtest.ClientOptions{Opaque: true})
+	jwt := p.Token(oauthtest.Claims{Subject: "alice", Audience: []string{resource}})
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	v := newVerifier(t, p, mock, rsID, rsSecret)
+	ctx := context.Background()
+
+	p.MetadataDown(true)
+	_, err := v.Verify(ctx, opaque)
+	require.ErrorIs(t, err, oauth.ErrUnavailable)
+	_, err = v.Verify(ctx, jwt)
+	require.ErrorIs(t, err, oauth.ErrUnavailable)
+	p.MetadataDown(false)
+	_, err = v.Verify(ctx, opaque)
+	require.ErrorIs(t, err, oauth.ErrUnavailable, "within the interval, not asked again")
+
+	mock.Add(oauth.DefaultRefreshEvery)
+	c, err := v.Verify(ctx, opaque)
+	require.NoError(t, err)
+	assert.Equal(t, "bob", c.Subject)
+	c, err = v.Verify(ctx, jwt)
+	require.NoError(t, err)
+	assert.Equal(t, "alice", c.Subject)
+}
+
 func TestNewRefusesBadSettings(t *testing.T) {
 	for _, c := range []oauth.Config{
 		{Resource: "http://elicitd.example.com/mcp", Issuers: []string{"https://id.example.com"}},

@@ -130,7 +130,7 @@ func (s *server) httpHandler(hc httpConfig, caps *sessionCaps, log *slog.Logger)
 		stateful.ServeHTTP(w, r)
 	})
 	if len(hc.tokens) > 0 || hc.verifier != nil {
-		h = bearerAuth(hc, h)
+		h = bearerAuth(hc, log, h)
 	}
 	h = originCheck(hc.origins, h)
 	if s.pages == nil && hc.verifier == nil {
@@ -190,8 +190,10 @@ type verifiedKey struct{}
 //   - the issuer unreachable and no keys held: 503 with Retry-After.
 //
 // The caller's TokenInfo goes on through go-sdk's auth.RequireBearerToken, where the MCP
-// handler finds it (and ties a session to its user).
-func bearerAuth(hc httpConfig, next http.Handler) http.Handler {
+// handler finds it (and ties a session to its user). Why an OAuth token was refused is
+// logged at debug level (a misconfigured audience shows there), an unreachable issuer as a
+// warning; never the token.
+func bearerAuth(hc httpConfig, log *slog.Logger, next http.Handler) http.Handler {
 	base := oauth.Challenge{Scope: strings.Join(hc.scopes, " ")}
 	if hc.publicURL != "" {
 		base.ResourceMetadata = oauth.MetadataURL(hc.publicURL)
@@ -234,11 +236,13 @@ func bearerAuth(hc httpConfig, next http.Handler) http.Handler {
 		if ti == nil {
 			claims, err := hc.verifier.Verify(r.Context(), token)
 			if errors.Is(err, oauth.ErrUnavailable) {
+				log.Warn("an OAuth token could not be checked", "error", err.Error())
 				w.Header().Set("Retry-After", "5")
 				refuse(http.StatusServiceUnavailable, "", "the token cannot be checked now: its authorization server cannot be reached")
 				return
 			}
 			if err != nil {
+				log.Debug("an OAuth token was refused", "error", err.Error())
 				refuse(http.StatusUnauthorized, oauth.ErrorInvalidToken, err.Error())
 				return
 			}

@@ -6,10 +6,12 @@
 // A Provider serves:
 //   - discovery, at /.well-known/oauth-authorization-server (RFC 8414) and
 //     /.well-known/openid-configuration, both listing registration_endpoint;
-//   - its JWKS (jwks_uri), which KeysDown turns into 503s and RotateKey extends;
+//   - its JWKS (jwks_uri), which KeysDown turns into 503s and RotateKey extends (and
+//     MetadataDown does the same to discovery);
 //   - the authorization code flow with PKCE (S256). The login step approves at once, as the
 //     person the request's login_hint names ("user" without one): a test plays the browser
-//     with Login, or SignIn runs the whole flow for a token;
+//     with Login (or Browse, for a client that listens for the redirect itself), or
+//     SignIn runs the whole flow for a token;
 //   - dynamic client registration (RFC 7591) at /register, and RegisterClient for a
 //     pre-registered one;
 //   - refresh tokens (scope offline_access), rotated on each use;
@@ -64,11 +66,13 @@ type Provider struct {
 	// Issuer is the provider's issuer identifier and base URL (http://127.0.0.1:PORT).
 	Issuer string
 
-	srv      *httptest.Server
-	op       *op.Provider
-	store    *storage
-	keysDown atomic.Bool
-	keyReqs  atomic.Int64
+	srv       *httptest.Server
+	op        *op.Provider
+	store     *storage
+	keysDown  atomic.Bool
+	metaDown  atomic.Bool
+	keyReqs   atomic.Int64
+	introReqs atomic.Int64
 
 	strangerOnce sync.Once
 	strangerKey  *rsa.PrivateKey
@@ -84,7 +88,7 @@ const AccessTokenLifetime = 10 * time.Minute
 // Start starts a provider on a loopback port; it stops when t ends.
 func Start(t testing.TB) *Provider {
 	t.Helper()
-	p, err := start()
+	p, err := New()
 	if err != nil {
 		t.Fatalf("oauthtest: %v", err)
 	}
@@ -92,7 +96,9 @@ func Start(t testing.TB) *Provider {
 	return p
 }
 
-func start() (*Provider, error) {
+// New starts a provider on a loopback port, for use outside a test's life (an Example, a
+// TestMain); the caller closes it.
+func New() (*Provider, error) {
 	p := &Provider{}
 	var handler http.Handler = http.NotFoundHandler()
 	var ready atomic.Bool
@@ -149,6 +155,10 @@ func start() (*Provider, error) {
 		}
 		p.op.ServeHTTP(w, r)
 	})
+	mux.HandleFunc(p.op.IntrospectionEndpoint().Relative(), func(w http.ResponseWriter, r *http.Request) {
+		p.introReqs.Add(1)
+		p.op.ServeHTTP(w, r)
+	})
 	mux.Handle("/", p.op)
 	handler = mux
 	ready.Store(true)
@@ -172,8 +182,14 @@ func (p *Provider) Close() {
 // KeysDown makes the JWKS endpoint answer 503 (down true) or serve again (false).
 func (p *Provider) KeysDown(down bool) { p.keysDown.Store(down) }
 
+// MetadataDown makes both discovery documents answer 503 (down true) or serve again.
+func (p *Provider) MetadataDown(down bool) { p.metaDown.Store(down) }
+
 // KeyRequests is how many requests the JWKS endpoint has had.
 func (p *Provider) KeyRequests() int64 { return p.keyReqs.Load() }
+
+// IntrospectionRequests is how many requests the introspection endpoint has had.
+func (p *Provider) IntrospectionRequests() int64 { return p.introReqs.Load() }
 
 // RotateKey adds a new signing key, published beside the old ones and used for every
 // token signed from now on, and returns its key id.
@@ -191,6 +207,10 @@ func (p *Provider) RotateKey() (string, error) {
 // discovery serves the op's OpenID configuration, with the registration endpoint the op
 // package leaves to its user, at both well-known paths.
 func (p *Provider) discovery(w http.ResponseWriter, r *http.Request) {
+	if p.metaDown.Load() {
+		http.Error(w, "metadata down (oauthtest.MetadataDown)", http.StatusServiceUnavailable)
+		return
+	}
 	rec := httptest.NewRecorder()
 	in := r.Clone(r.Context())
 	in.URL.Path = "/.well-known/openid-configuration"
@@ -277,6 +297,45 @@ func (p *Provider) login(w http.ResponseWriter, r *http.Request) {
 // the authorization response the client's redirect URI would get: its query parameters
 // (code, state, iss), or an error naming the provider's error parameters.
 func (p *Provider) Login(ctx context.Context, authURL, subject string) (url.Values, error) {
+	back, err := p.toClient(ctx, authURL, subject)
+	if err != nil {
+		return nil, err
+	}
+	q := back.Query()
+	if e := q.Get("error"); e != "" {
+		return q, fmt.Errorf("oauthtest: the provider refused: %s: %s", e, q.Get("error_description"))
+	}
+	if q.Get("code") == "" {
+		return q, errors.New("oauthtest: the redirect to the client has no code")
+	}
+	return q, nil
+}
+
+// Browse is Login for a client that receives the authorization response itself (a CLI
+// listening on a loopback redirect URI): it signs in as subject, follows the provider's
+// redirects and then the one to the client, as a browser would, and returns the status the
+// client answered with.
+func (p *Provider) Browse(ctx context.Context, authURL, subject string) (int, error) {
+	back, err := p.toClient(ctx, authURL, subject)
+	if err != nil {
+		return 0, err
+	}
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, back.String(), nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return 0, err
+	}
+	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, 1<<20))
+	_ = resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// toClient runs the browser's part of an authorization request up to the redirect that
+// leaves the provider, and returns where it goes.
+func (p *Provider) toClient(ctx context.Context, authURL, subject string) (*url.URL, error) {
 	u, err := url.Parse(authURL)
 	if err != nil {
 		return nil, err
@@ -289,7 +348,7 @@ func (p *Provider) Login(ctx context.Context, authURL, subject string) (url.Valu
 	issuer, _ := url.Parse(p.Issuer)
 	hc := &http.Client{CheckRedirect: func(req *http.Request, _ []*http.Request) error {
 		if req.URL.Host != issuer.Host {
-			return http.ErrUseLastResponse // the redirect to the client: not followed
+			return http.ErrUseLastResponse // the redirect to the client: not followed here
 		}
 		return nil
 	}}
@@ -307,18 +366,7 @@ func (p *Provider) Login(ctx context.Context, authURL, subject string) (url.Valu
 	if resp.StatusCode/100 != 3 || loc == "" {
 		return nil, fmt.Errorf("oauthtest: the authorization request ended %s, not in a redirect to the client: %s", resp.Status, strings.TrimSpace(string(body)))
 	}
-	back, err := url.Parse(loc)
-	if err != nil {
-		return nil, err
-	}
-	q := back.Query()
-	if e := q.Get("error"); e != "" {
-		return q, fmt.Errorf("oauthtest: the provider refused: %s: %s", e, q.Get("error_description"))
-	}
-	if q.Get("code") == "" {
-		return q, errors.New("oauthtest: the redirect to the client has no code")
-	}
-	return q, nil
+	return resp.Request.URL.Parse(loc)
 }
 
 // SignIn registers a client with o (redirecting to a made-up loopback URI when o names

@@ -3,7 +3,9 @@ package oauthtest_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"testing"
@@ -205,4 +207,27 @@ func TestMintedTokens(t *testing.T) {
 	resp.Body.Close()
 	assert.Equal(t, http.StatusServiceUnavailable, resp.StatusCode)
 	assert.GreaterOrEqual(t, p.KeyRequests(), int64(3))
+}
+
+// Browse delivers the authorization response to a client that listens for it itself.
+func TestBrowseDeliversTheCodeToTheClient(t *testing.T) {
+	p := oauthtest.Start(t)
+	got := make(chan url.Values, 1)
+	client := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got <- r.URL.Query()
+		_, _ = io.WriteString(w, "signed in; you may close this tab")
+	}))
+	defer client.Close()
+	id, _ := p.RegisterClient(oauthtest.ClientOptions{RedirectURIs: []string{client.URL + "/callback"}})
+	cfg := &oauth2.Config{ClientID: id, RedirectURL: client.URL + "/callback", Scopes: []string{"openid"},
+		Endpoint: oauth2.Endpoint{AuthURL: p.Issuer + "/authorize", TokenURL: p.Issuer + "/oauth/token"}}
+	status, err := p.Browse(context.Background(), cfg.AuthCodeURL("xyz", oauth2.S256ChallengeOption(oauth2.GenerateVerifier())), "carol")
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, status)
+	q := <-got
+	assert.Equal(t, "xyz", q.Get("state"))
+	assert.NotEmpty(t, q.Get("code"))
+
+	_, err = p.Browse(context.Background(), strings.Replace(cfg.AuthCodeURL("xyz"), "client_id="+id, "client_id=nobody", 1), "carol")
+	assert.Error(t, err, "an unknown client is refused by the provider, with no redirect")
 }
