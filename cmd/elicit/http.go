@@ -94,13 +94,23 @@ func loopback(host string) bool {
 }
 
 // httpTransport is go-sdk's Streamable HTTP client transport to --url, with the bearer token,
-// if any, on every request to that origin. The protocol version asked for picks the era:
-// 2026-07-28 requests are stateless, earlier versions get a session.
+// if any, on every request to that origin. Without a token, a server that answers 401 is
+// signed in to (signIn). The protocol version asked for picks the era: 2026-07-28 requests
+// are stateless, earlier versions get a session.
 func (c *client) httpTransport() (mcp.Transport, *bearer) {
 	u, _ := url.Parse(c.inv.url) // checked by parse
 	c.server = u.Host
 	b := &bearer{token: c.inv.token, scheme: u.Scheme, host: u.Host, base: http.DefaultTransport}
-	return &mcp.StreamableClientTransport{Endpoint: c.inv.url, HTTPClient: &http.Client{Transport: b}}, b
+	t := &mcp.StreamableClientTransport{Endpoint: c.inv.url, HTTPClient: &http.Client{Transport: b}}
+	if c.inv.token == "" {
+		s := newSignIn(c.inv.url, userSignIns(), c.stderr)
+		s.open = !c.inv.noOpen
+		s.wait = c.inv.signInWait
+		s.clientIDURL = c.inv.clientIDURL
+		b.signIn = s
+		t.OAuthHandler = s
+	}
+	return t, b
 }
 
 // bearer sends the token to the endpoint's own origin only (a redirect elsewhere goes without
@@ -110,6 +120,7 @@ type bearer struct {
 	scheme, host string
 	base         http.RoundTripper
 	refused      atomic.Int32 // the last 401 or 403 status, or 0
+	signIn       *signIn      // without a token: signing in, or nil
 }
 
 func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -124,11 +135,19 @@ func (b *bearer) RoundTrip(r *http.Request) (*http.Response, error) {
 	return res, err
 }
 
+// signInFailure returns why signing in failed, or nil if it did not (or was not tried).
+func (b *bearer) signInFailure() error {
+	if b.signIn == nil {
+		return nil
+	}
+	return b.signIn.failure()
+}
+
 // explain says why the server refused elicit, if it did.
 func (b *bearer) explain(w io.Writer) {
 	switch status := b.refused.Load(); {
-	case status == http.StatusUnauthorized && b.token == "":
-		fmt.Fprintf(w, "the server wants a bearer token (401 Unauthorized): put it in a file and give --token-file FILE, or set $%s\n", tokenEnv)
+	case status == http.StatusUnauthorized && b.signIn != nil:
+		fmt.Fprintf(w, "the server refused the token elicit signed in for (401 Unauthorized): run elicit --url %s logout, and sign in again\n", b.signIn.server)
 	case status == http.StatusUnauthorized:
 		fmt.Fprintf(w, "the server refused the bearer token (401 Unauthorized): check --token-file or $%s\n", tokenEnv)
 	case status == http.StatusForbidden:

@@ -47,8 +47,14 @@ var listensAt = regexp.MustCompile(`msg="serving MCP over Streamable HTTP" addre
 // it says where it listens. SIGTERM stops it when the test ends.
 func serveHTTP(t *testing.T, env ...string) *httpElicitd {
 	t.Helper()
+	return serveHTTPArgs(t, []string{"--http", "127.0.0.1:0"}, env...)
+}
+
+// serveHTTPArgs is serveHTTP with elicitd's arguments given.
+func serveHTTPArgs(t *testing.T, args []string, env ...string) *httpElicitd {
+	t.Helper()
 	s := &httpElicitd{}
-	cmd := exec.Command(elicitdBin, "--http", "127.0.0.1:0")
+	cmd := exec.Command(elicitdBin, args...)
 	cmd.Env = append(os.Environ(), env...)
 	out, err := cmd.StderrPipe()
 	require.NoError(t, err)
@@ -236,7 +242,9 @@ func TestURLBearerToken(t *testing.T) {
 
 			r = runElicitEnv(t, noEnv, call...)
 			assert.Equal(t, 1, r.code)
-			assert.Contains(t, r.stderr, "the server wants a bearer token (401 Unauthorized): put it in a file and give --token-file FILE, or set $ELICIT_TOKEN")
+			assert.Contains(t, r.stderr, "asks elicit to sign in (401 Unauthorized), but it publishes no OAuth protected resource metadata (RFC 9728)",
+				"without a token, elicit would sign in, but this server does not say where")
+			assert.Contains(t, r.stderr, "put it in a file and give --token-file FILE, or set $ELICIT_TOKEN")
 			assert.Empty(t, r.stdout)
 
 			r = runElicitEnv(t, []string{tokenEnv + "=" + token}, append([]string{"--token-file", wrong}, call...)...)

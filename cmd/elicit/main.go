@@ -7,6 +7,7 @@
 //	elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
 //	elicit [flags] --url URL tools
 //	elicit [flags] --url URL call TOOL [--args JSON | --args @file.json]
+//	elicit [--url URL] logout
 //	elicit --version
 //
 // Exit status: 0 on success, 1 when the tool reports an error or the call fails, 2 on a
@@ -51,18 +52,29 @@ const usageText = `usage:
   elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
   elicit [flags] --url URL tools
   elicit [flags] --url URL call TOOL [--args JSON | --args @file.json]
+  elicit [--url URL] logout
   elicit --version
 
 Starts SERVER_COMMAND as a stdio MCP server, or with --url connects to an MCP server served
 over Streamable HTTP. "tools" lists its tools; "call" calls one and answers the forms the
-server asks for: in the terminal, or from --answers.
+server asks for: in the terminal, or from --answers. A server at --url that answers 401
+is signed in to in the browser (OAuth), once: "logout" forgets the sign-in to --url, or
+without --url every sign-in.
 
 flags:
   --url URL           the MCP endpoint of a server served over Streamable HTTP
                       (http://127.0.0.1:8080/mcp, say), instead of -- SERVER_COMMAND
   --token-file FILE   with --url: send the bearer token in FILE (its surrounding whitespace
                       trimmed); without it, the token in $ELICIT_TOKEN, if set. A token goes
-                      only over https, or http to this machine, and never as a flag's value
+                      only over https, or http to this machine, and never as a flag's value.
+                      With a token, elicit never signs in
+  --no-open           signing in: show the authorization link on stderr instead of opening
+                      the browser
+  --sign-in-timeout DURATION
+                      signing in: how long to wait for the browser to come back (default 5m)
+  --client-id-url URL signing in: the https URL of a Client ID Metadata Document describing
+                      elicit, used where the authorization server accepts those; otherwise
+                      elicit registers itself with the authorization server
   --args JSON|@FILE   the tool's arguments, a JSON object (call only; default {})
   --answers FILE      scripted answers: a JSON list, one entry per prompt in order, each the
                       field values (accept) or {"action": "decline"} / {"action": "cancel"}
@@ -105,6 +117,10 @@ type invocation struct {
 	tokenFile string // --token-file
 	token     string // the bearer token, from --token-file or $ELICIT_TOKEN; never shown
 
+	noOpen      bool          // signing in: print the authorization link, do not open it
+	signInWait  time.Duration // signing in: how long to wait for the browser
+	clientIDURL string        // signing in: elicit's Client ID Metadata Document, or ""
+
 	serverLog string // append the server's stderr to this file
 	verbose   bool   // show the server's stderr
 	open      bool   // open URL-mode links in the browser
@@ -131,6 +147,9 @@ func parse(argv []string) (*invocation, error) {
 	fs.BoolVar(&inv.open, "open", false, "")
 	fs.StringVar(&inv.url, "url", "", "")
 	fs.StringVar(&inv.tokenFile, "token-file", "", "")
+	fs.BoolVar(&inv.noOpen, "no-open", false, "")
+	fs.DurationVar(&inv.signInWait, "sign-in-timeout", defaultSignInWait, "")
+	fs.StringVar(&inv.clientIDURL, "client-id-url", "", "")
 	var positional []string
 	rest := mine
 	for {
@@ -142,6 +161,9 @@ func parse(argv []string) (*invocation, error) {
 			break
 		}
 		positional, rest = append(positional, rest[0]), rest[1:]
+	}
+	if len(positional) > 0 && positional[0] == "logout" {
+		return inv, inv.checkLogout(dash >= 0, positional[1:])
 	}
 	if err := inv.checkServer(dash >= 0); err != nil {
 		return nil, err
@@ -178,7 +200,41 @@ func parse(argv []string) (*invocation, error) {
 	if inv.timeout < 0 {
 		return nil, usagef("--timeout must be positive, got %s", inv.timeout)
 	}
+	if inv.signInWait <= 0 {
+		return nil, usagef("--sign-in-timeout must be positive, got %s", inv.signInWait)
+	}
+	if inv.clientIDURL != "" {
+		u, err := url.Parse(inv.clientIDURL)
+		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
+			return nil, usagef("--client-id-url must be the https URL of elicit's Client ID Metadata Document, with a path (https://example.com/elicit.json, say), got %q", inv.clientIDURL)
+		}
+	}
 	return inv, nil
+}
+
+// checkLogout checks "elicit [--url URL] logout": it forgets sign-ins, and starts or
+// connects to nothing.
+func (inv *invocation) checkLogout(dashed bool, extra []string) error {
+	inv.command = "logout"
+	switch {
+	case len(extra) > 0:
+		return usagef("logout takes no arguments, got %q; give --url URL to forget one server's sign-in", extra)
+	case dashed:
+		return usagef("logout forgets sign-ins to servers at --url; a stdio server is not signed in to")
+	}
+	if inv.url != "" {
+		return inv.checkURL()
+	}
+	return nil
+}
+
+// checkURL checks that --url is an MCP endpoint's URL.
+func (inv *invocation) checkURL() error {
+	u, err := url.Parse(inv.url)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return usagef("--url must be an http:// or https:// URL of an MCP endpoint (http://127.0.0.1:8080/mcp, say), got %q", inv.url)
+	}
+	return nil
 }
 
 // checkServer checks that the server is given once: a command after "--" (dashed), or
@@ -192,15 +248,16 @@ func (inv *invocation) checkServer(dashed bool) error {
 			return usagef("missing SERVER_COMMAND after --")
 		case inv.tokenFile != "":
 			return usagef("--token-file belongs to --url: a stdio server is not sent a bearer token")
+		case inv.noOpen || inv.clientIDURL != "" || inv.signInWait != defaultSignInWait:
+			return usagef("--no-open, --sign-in-timeout and --client-id-url belong to --url: a stdio server is not signed in to")
 		}
 		return nil
 	}
 	if dashed {
 		return usagef("--url and -- SERVER_COMMAND are mutually exclusive: elicit either connects to the server at --url or starts SERVER_COMMAND, not both")
 	}
-	u, err := url.Parse(inv.url)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return usagef("--url must be an http:// or https:// URL of an MCP endpoint (http://127.0.0.1:8080/mcp, say), got %q", inv.url)
+	if err := inv.checkURL(); err != nil {
+		return err
 	}
 	switch {
 	case inv.serverLog != "":
@@ -256,6 +313,9 @@ func run(argv []string, stdin *os.File, stdout, stderr io.Writer) int {
 	if err != nil {
 		fmt.Fprintf(stderr, "elicit: %v\n\n%s", err, usageText)
 		return 2
+	}
+	if inv.command == "logout" {
+		return logout(inv.url, stderr)
 	}
 	if err := inv.loadToken(os.Getenv, stderr); err != nil {
 		fmt.Fprintf(stderr, "elicit: %v\n", err)
@@ -388,6 +448,10 @@ func (c *client) run(ctx context.Context) int {
 			return 1
 		}
 		if c.inv.url != "" {
+			if err := refused.signInFailure(); err != nil {
+				c.fail("%v", err) // says it all: the transport's wrapping of it adds nothing
+				return 1
+			}
 			c.fail("could not connect to %s as an MCP server: %v", c.inv.url, err)
 			refused.explain(c.stderr)
 			return 1

@@ -20,6 +20,9 @@ func TestMain(m *testing.M) {
 	if fields := os.Getenv("ELICIT_TEST_BROWSER"); fields != "" && len(os.Args) == 2 {
 		os.Exit(testBrowser(os.Args[1], fields)) // started by elicit --open as $BROWSER
 	}
+	if os.Getenv(signInBrowserEnv) != "" && len(os.Args) == 2 {
+		os.Exit(signInBrowser(os.Args[1])) // started by elicit as $BROWSER to sign in
+	}
 	dir, err := os.MkdirTemp("", "elicit-e2e")
 	if err != nil {
 		panic(err)
@@ -28,6 +31,9 @@ func TestMain(m *testing.M) {
 	// The elicitd started here keep their questions in memory: with --http the default is a
 	// store in the user's data directory, which one process at a time may hold.
 	os.Setenv("ELICITD_STORE", "memory")
+	// The elicit started here keep their sign-ins in a directory of the tests' own, never in
+	// the user's config directory.
+	os.Setenv("XDG_CONFIG_HOME", filepath.Join(dir, "config"))
 	for bin, pkg := range map[string]string{elicitBin: ".", elicitdBin: "../elicitd"} {
 		if out, err := exec.Command("go", "build", "-o", bin, pkg).CombinedOutput(); err != nil {
 			fmt.Fprintf(os.Stderr, "building %s: %v\n%s", pkg, err, out)
