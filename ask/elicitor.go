@@ -134,6 +134,7 @@ type Elicitor struct {
 	syncFirst    atomic.Bool
 	hibernate    bool         // !Options.KeepAwake
 	sleepers     atomic.Int64 // hibernating questions this node holds the timers of
+	asleep       sync.Map     // call id -> *sleeper, for those
 	node         string       // this Elicitor's name among those sharing the store
 	stopRelay    func()
 	stopping     atomic.Bool  // Close has begun

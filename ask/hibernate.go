@@ -63,11 +63,11 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 		c.wmu.Unlock()
 		return
 	}
-	epoch := c.rec.Epoch
+	rec := trimmed(*c.rec)
 	c.wmu.Unlock()
 	e := pr.Elicitation
 	snap := e.Snapshot()
-	s := &sleeper{el: el, call: c.id, owner: c.owner, snap: snap, epoch: epoch}
+	s := &sleeper{el: el, call: c.id, owner: c.owner, snap: snap, epoch: rec.Epoch, rec: rec}
 	s.idle = el.pullIdle > 0 && !snap.Deadline.Before(el.clk.Now().Add(el.pullIdle-time.Second))
 	c.mu.Lock()
 	if c.killed || c.sleeping || c.claimed >= n || c.handed != n || !el.reg.Hibernate(e, s) {
@@ -78,6 +78,7 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 	c.disarm()
 	c.mu.Unlock()
 	el.sleepers.Add(1)
+	el.asleep.Store(c.id, s)
 	// From here a retry finds no call here, and takes the record over (wakes it).
 	el.calls.end(c, endedCall{}, false)
 	_ = e.Cancel(elicitation.Operator) // its end is not the question's: s takes its place
@@ -101,6 +102,23 @@ type sleeper struct {
 	mu    sync.Mutex
 	snap  elicitation.Snapshot
 	timer *clock.Timer
+	// rec is the record as this node last wrote it, less what a wake's write replaces
+	// (Outcome, Ends): a retry that answers the round reaching this node wakes the call
+	// from it, compare-and-set on its revision, without reading the store first.
+	rec store.Record
+}
+
+// trimmed is rec as a sleeper keeps it.
+func trimmed(rec store.Record) store.Record {
+	rec.Outcome, rec.Ends = nil, nil
+	return rec
+}
+
+// kept returns the record s keeps, if it is owner's.
+func (s *sleeper) kept(owner string) (store.Record, bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec, s.owner == owner && s.rec.ID != ""
 }
 
 var _ registry.Member = (*sleeper)(nil)
@@ -205,6 +223,7 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 		next.Revision = rev
 		s.mu.Lock()
 		s.epoch = next.Epoch
+		s.rec = trimmed(next)
 		s.mu.Unlock()
 		return next, nil
 	}
@@ -244,6 +263,7 @@ func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error 
 // drop takes s out of the registry (with o: its question ended so) and stops its timer.
 func (s *sleeper) drop(o *elicitation.Outcome) {
 	s.Release()
+	s.el.asleep.CompareAndDelete(s.call, s)
 	if s.el.reg.Drop(s, o) {
 		s.el.sleepers.Add(-1)
 	}
@@ -443,20 +463,40 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
 		}
 		next := rec
 		next.Node, next.Epoch = el.node, rec.Epoch+1
-		if _, err := el.store.Update(ctx, next); err != nil {
+		rev, err := el.store.Update(ctx, next)
+		if err != nil {
 			continue // woken meanwhile, or the store is away (a retry still wakes it)
 		}
+		next.Revision = rev
 		s := &sleeper{el: el, call: rec.ID, owner: rec.Owner, epoch: next.Epoch, snap: elicitation.Snapshot{
 			ID: rec.Question, Title: rec.Title, Tool: rec.Tool, State: elicitation.Active, Round: rec.Handed,
-			Attempt: rec.Attempts, MaxAttempts: el.maxAttempts, MaxRounds: el.maxRounds, Created: rec.Created, Deadline: rec.Due}}
+			Attempt: rec.Attempts, MaxAttempts: el.maxAttempts, MaxRounds: el.maxRounds, Created: rec.Created, Deadline: rec.Due},
+			rec: trimmed(next)}
 		if el.reg.Adopt(rec.Owner, s) != nil {
 			continue // this node is stopping
 		}
 		el.sleepers.Add(1)
+		el.asleep.Store(rec.ID, s)
 		s.arm(rec.Due)
 		n++
 	}
 	if n > 0 {
 		el.log.Info("took over the questions a node that is gone held asleep", "node", dead, "questions", n)
 	}
+}
+
+// keptRecord is the record of call id as the sleeper here keeps it, for a retry of owner's
+// that answers the round handed out (round, not claimed yet): the wake compares-and-sets on
+// it without reading the store. Any other retry (an identical resend, a round this node has
+// not seen) reads the store.
+func (el *Elicitor) keptRecord(owner, id string, round int) (store.Record, bool) {
+	v, ok := el.asleep.Load(id)
+	if !ok {
+		return store.Record{}, false
+	}
+	rec, ok := v.(*sleeper).kept(owner)
+	if !ok || rec.Handed != round || rec.Claimed >= round {
+		return store.Record{}, false
+	}
+	return rec, true
 }

@@ -188,3 +188,22 @@ func TestAGoneNodesHibernatingQuestionsEndOnTime(t *testing.T) {
 	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
 	assert.Len(t, heard.get(), 1, "reported once")
 }
+
+// A retry that answers the round reaching the node the call hibernated on wakes it from the
+// record that node kept: no read of the store, one write (ask_user's claim rides with it).
+func TestAWakeOnTheSameNodeReadsNothing(t *testing.T) {
+	pureTools = true
+	t.Cleanup(func() { pureTools = false })
+	counted := &countingStore{Store: memory.New(memory.Options{})}
+	a := newCluster(t, 1, counted, &memory.Relay{})[0]
+	first := a.call(t, "", 0, nil)
+	reads, writes := counted.reads.Load(), counted.writes.Load()
+	out := payload(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+	assert.Zero(t, counted.reads.Load()-reads, "no read")
+	assert.EqualValues(t, 1, counted.writes.Load()-writes, "one write: the claim with the result")
+
+	// An identical resend reads the store (the kept record has not what the round returned).
+	again := payload(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	assert.Equal(t, out, again)
+}
