@@ -81,13 +81,7 @@ func TestAHibernatingQuestionKeepsItsIDOnEveryNode(t *testing.T) {
 // A hibernating question ends at its deadline, not at the client's next retry: its timer
 // records the timeout, and the end is reported once, on time.
 func TestAHibernatingQuestionTimesOutOnTime(t *testing.T) {
-	heard := &byKey{}
-	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
-	t.Cleanup(func() { nodeOptions = nil })
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	mem := memory.New(memory.Options{Clock: clk})
-	nodes := newClusterOn(t, clk, 2, mem, &memory.Relay{})
+	clk, mem, heard, nodes := heardCluster(t)
 	a, b := nodes[0], nodes[1]
 	first := a.call(t, "", 0, nil)
 	require.Empty(t, heard.get())
@@ -119,12 +113,7 @@ func TestAHibernatingQuestionTimesOutOnTime(t *testing.T) {
 // An extend moves a hibernating question's deadline and its timer; a cancel from any node
 // ends it, reported once, and the client's retry hears it.
 func TestExtendAndCancelReachAHibernatingQuestion(t *testing.T) {
-	heard := &byKey{}
-	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
-	t.Cleanup(func() { nodeOptions = nil })
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	nodes := newClusterOn(t, clk, 2, memory.New(memory.Options{Clock: clk}), &memory.Relay{})
+	clk, _, heard, nodes := heardCluster(t)
 	a, b := nodes[0], nodes[1]
 	first := a.call(t, "", 0, nil)
 	id := a.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)[0].(map[string]any)["id"].(string)
@@ -160,13 +149,7 @@ func TestExtendAndCancelReachAHibernatingQuestion(t *testing.T) {
 // roster takes the timer over: the question is listed there, and ends at its deadline,
 // reported once.
 func TestAGoneNodesHibernatingQuestionsEndOnTime(t *testing.T) {
-	heard := &byKey{}
-	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
-	t.Cleanup(func() { nodeOptions = nil })
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	mem := memory.New(memory.Options{Clock: clk})
-	nodes := newClusterOn(t, clk, 2, mem, &memory.Relay{})
+	clk, _, heard, nodes := heardCluster(t)
 	a, b := nodes[0], nodes[1]
 	first := a.call(t, "", 0, nil)
 	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
@@ -206,4 +189,17 @@ func TestAWakeOnTheSameNodeReadsNothing(t *testing.T) {
 	// An identical resend reads the store (the kept record has not what the round returned).
 	again := payload(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
 	assert.Equal(t, out, again)
+}
+
+// heardCluster is two nodes on a memory store and relay, on a mock clock, whose OnEnd ends
+// are heard.
+func heardCluster(t *testing.T) (*clock.Mock, *memory.Store, *byKey, []*clusterNode) {
+	t.Helper()
+	heard := &byKey{}
+	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
+	t.Cleanup(func() { nodeOptions = nil })
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	mem := memory.New(memory.Options{Clock: clk})
+	return clk, mem, heard, newClusterOn(t, clk, 2, mem, &memory.Relay{})
 }
