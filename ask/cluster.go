@@ -13,7 +13,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strconv"
 	"time"
 
 	"github.com/elicitd/elicitd/elicitation"
@@ -117,19 +116,11 @@ func (el *Elicitor) manageRecord(ctx context.Context, rec store.Record, op forwa
 	var end *Ending // the question's, when op ends it: its node is gone, and never reports it
 	switch op.Op {
 	case "cancel":
-		res, err := encodeResult(fail(OutcomeError(elicitation.Outcome{State: elicitation.Cancelled, Reason: elicitation.Operator})))
+		ended, e, err := el.endRecord(rec, elicitation.Cancelled, elicitation.Operator)
 		if err != nil {
 			return nil, err
 		}
-		now := el.clk.Now()
-		end = &Ending{QuestionID: rec.Question, Key: rec.ID + "_q" + strconv.Itoa(max(rec.Asks, 1)), Tool: rec.Tool,
-			Owner: store.OwnerDigest(rec.Owner), State: elicitation.Cancelled, Reason: elicitation.Operator,
-			Attempts: rec.Attempts, Created: rec.Created, Ended: now}
-		ends, err := encodeEnds([]Ending{*end})
-		if err != nil {
-			return nil, err
-		}
-		next.State, next.Outcome, next.Ends, next.Deadline = "ended", res, ends, now.Add(el.retention())
+		next, end = ended, &e
 		out = map[string]any{"id": op.ID, "state": "cancelled"}
 	case "extend":
 		limit := rec.Created.Add(elicitation.DefaultMaxLifetime)

@@ -318,7 +318,7 @@ func closing(rec store.Record) elicitation.Reason {
 	return elicitation.None
 }
 
-// endRecord is rec ended with state and reason by this node (its node gone, or asleep), and
+// endRecord is rec ended with state and reason by this node (the node that held it is gone), and
 // the end to report: a retry for its round gets the outcome, on any node.
 func (el *Elicitor) endRecord(rec store.Record, state elicitation.State, reason elicitation.Reason) (store.Record, Ending, error) {
 	next := rec
