@@ -67,7 +67,7 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 	c.wmu.Unlock()
 	e := pr.Elicitation
 	snap := e.Snapshot()
-	s := &sleeper{el: el, call: c.id, owner: c.owner, snap: snap, epoch: rec.Epoch, rec: rec}
+	s := &sleeper{el: el, call: c.id, owner: c.owner, snap: snap, rec: rec}
 	s.idle = el.pullIdle > 0 && !snap.Deadline.Before(el.clk.Now().Add(el.pullIdle-time.Second))
 	c.mu.Lock()
 	if c.killed || c.sleeping || c.claimed >= n || c.handed != n || !el.reg.Hibernate(e, s) {
@@ -77,8 +77,7 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 	c.sleeping = true
 	c.disarm()
 	c.mu.Unlock()
-	el.sleepers.Add(1)
-	el.asleep.Store(c.id, s)
+	el.holdSleeper(s)
 	// From here a retry finds no call here, and takes the record over (wakes it).
 	el.calls.end(c, endedCall{}, false)
 	_ = e.Cancel(elicitation.Operator) // its end is not the question's: s takes its place
@@ -96,15 +95,15 @@ type sleeper struct {
 	el    *Elicitor
 	call  string // the call's id: its record's
 	owner string
-	epoch uint64 // the record's, as it went to sleep: a change means it was woken or ended
-	idle  bool   // its deadline is Options.PullIdle's expiry: it ends abandoned
+	idle  bool // its deadline is Options.PullIdle's expiry: it ends abandoned
 
 	mu    sync.Mutex
 	snap  elicitation.Snapshot
 	timer *clock.Timer
 	// rec is the record as this node last wrote it, less what a wake's write replaces
 	// (Outcome, Ends): a retry that answers the round reaching this node wakes the call
-	// from it, compare-and-set on its revision, without reading the store first.
+	// from it, compare-and-set on its revision, without reading the store first. Its
+	// epoch is the one s sleeps at: a record at another was woken or ended.
 	rec store.Record
 }
 
@@ -114,11 +113,11 @@ func trimmed(rec store.Record) store.Record {
 	return rec
 }
 
-// kept returns the record s keeps, if it is owner's.
-func (s *sleeper) kept(owner string) (store.Record, bool) {
+// kept returns the record s keeps.
+func (s *sleeper) kept() store.Record {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rec, s.owner == owner && s.rec.ID != ""
+	return s.rec
 }
 
 var _ registry.Member = (*sleeper)(nil)
@@ -178,9 +177,9 @@ func (s *sleeper) Cancel(reason elicitation.Reason) error {
 	return s.end(elicitation.Cancelled, reason)
 }
 
-// moved reports whether rec is no longer the record s went to sleep in.
-func (s *sleeper) moved(rec store.Record) bool {
-	return rec.State != "active" || !rec.Asleep || rec.Node != s.el.node || rec.Epoch != s.epoch || rec.Question != s.snap.ID
+// moved reports whether rec is no longer the record s sleeps in (at epoch).
+func (s *sleeper) moved(rec store.Record, epoch uint64) bool {
+	return rec.State != "active" || !rec.Asleep || rec.Node != s.el.node || rec.Epoch != epoch || rec.Question != s.snap.ID
 }
 
 // change applies f to s's record, compare-and-set with the next epoch (so that a node
@@ -191,14 +190,15 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 	ctx := context.Background()
 	latest := false
 	for range 5 {
+		epoch := s.kept().Epoch
 		rec, err := el.read(ctx, s.owner, s.call, latest)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return rec, storeError(err)
 		}
-		if err == nil && rec.State == stateClosed && rec.Node == el.node && rec.Epoch == s.epoch+1 {
+		if err == nil && rec.State == stateClosed && rec.Node == el.node && rec.Epoch == epoch+1 {
 			return rec, nil // its own write, whose answer was lost
 		}
-		if err != nil || s.moved(rec) {
+		if err != nil || s.moved(rec, epoch) {
 			if !latest {
 				latest = true // a replica behind the write that put it to sleep?
 				continue
@@ -222,7 +222,6 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 		}
 		next.Revision = rev
 		s.mu.Lock()
-		s.epoch = next.Epoch
 		s.rec = trimmed(next)
 		s.mu.Unlock()
 		return next, nil
@@ -247,9 +246,7 @@ func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error 
 	if err != nil {
 		return err
 	}
-	end := Ending{QuestionID: rec.Question, Key: rec.ID + "_q" + strconv.Itoa(max(rec.Asks, 1)), Tool: rec.Tool,
-		Owner: store.OwnerDigest(rec.Owner), State: state, Reason: reason,
-		Attempts: rec.Attempts, Created: s.snap.Created, Ended: now}
+	end := recordEnding(rec, state, reason, s.snap.Created, now)
 	o := elicitation.Outcome{ID: s.snap.ID, Title: s.snap.Title, Tool: s.snap.Tool, State: state, Reason: reason,
 		Attempts: rec.Attempts, Rounds: rec.Handed, Created: s.snap.Created, Ended: now}
 	s.drop(&o)
@@ -258,6 +255,13 @@ func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error 
 		el.onEnd(end)
 	}
 	return nil
+}
+
+// holdSleeper counts s, just registered, among this node's sleepers, where a retry finds its
+// record (keptRecord); drop undoes it.
+func (el *Elicitor) holdSleeper(s *sleeper) {
+	el.sleepers.Add(1)
+	el.asleep.Store(s.call, s)
 }
 
 // drop takes s out of the registry (with o: its question ended so) and stops its timer.
@@ -328,9 +332,7 @@ func (el *Elicitor) endRecord(rec store.Record, state elicitation.State, reason 
 		return rec, Ending{}, err
 	}
 	now := el.clk.Now()
-	end := Ending{QuestionID: rec.Question, Key: rec.ID + "_q" + strconv.Itoa(max(rec.Asks, 1)), Tool: rec.Tool,
-		Owner: store.OwnerDigest(rec.Owner), State: state, Reason: reason,
-		Attempts: rec.Attempts, Created: rec.Created, Ended: now}
+	end := recordEnding(rec, state, reason, rec.Created, now)
 	ends, err := encodeEnds([]Ending{end})
 	if err != nil {
 		return rec, Ending{}, err
@@ -338,6 +340,15 @@ func (el *Elicitor) endRecord(rec store.Record, state elicitation.State, reason 
 	next.State, next.Outcome, next.Ends, next.Deadline = "ended", res, ends, now.Add(el.retention())
 	keepDeadline(&next)
 	return next, end, nil
+}
+
+// recordEnding is the end of the question rec asks, which ended with state and reason at
+// ended, as a node that holds only its record reports it (the key a node running the call
+// would give it: reportEnd).
+func recordEnding(rec store.Record, state elicitation.State, reason elicitation.Reason, created, ended time.Time) Ending {
+	return Ending{QuestionID: rec.Question, Key: rec.ID + "_q" + strconv.Itoa(max(rec.Asks, 1)), Tool: rec.Tool,
+		Owner: store.OwnerDigest(rec.Owner), State: state, Reason: reason,
+		Attempts: rec.Attempts, Created: created, Ended: ended}
 }
 
 // woke drops the sleeper of rec, a record that was asleep and that this node has just
@@ -393,17 +404,12 @@ func (el *Elicitor) closeOut(ctx context.Context, rec store.Record, st requestSt
 	}
 	next := rec
 	next.Node, next.Epoch, next.Asleep = el.node, rec.Epoch+1, false
-	c := el.newCall(req, rec.Owner, rec.ID, true)
-	c.rec, c.replay, c.until, c.liveAsk, c.question = &next, next.Log, rec.Due, rec.Asks, rec.Question
+	c := el.replayCall(req, rec, &next)
 	c.closedAt, c.closeReason = true, reason
 	c.claimed, c.claimSum = rec.Claimed, rec.ClaimSum
-	if held, added := el.calls.addNew(c); !added {
-		resp, has := req.Params.InputResponses[inputKey(st.Round)]
-		r, elsewhere := held.resume(ctx, st, req.Params.Arguments, resp, has)
-		if elsewhere {
-			return result{}, fmt.Errorf("%w: the call moved on", store.ErrConflict)
-		}
-		return r, nil
+	resp, has := req.Params.InputResponses[inputKey(st.Round)]
+	if r, held, err := el.holdReplay(ctx, c, st, req, resp, has); held {
+		return r, err
 	}
 	rev, err := el.store.Update(context.WithoutCancel(ctx), next)
 	if err != nil {
@@ -468,15 +474,14 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
 			continue // woken meanwhile, or the store is away (a retry still wakes it)
 		}
 		next.Revision = rev
-		s := &sleeper{el: el, call: rec.ID, owner: rec.Owner, epoch: next.Epoch, snap: elicitation.Snapshot{
+		s := &sleeper{el: el, call: rec.ID, owner: rec.Owner, snap: elicitation.Snapshot{
 			ID: rec.Question, Title: rec.Title, Tool: rec.Tool, State: elicitation.Active, Round: rec.Handed,
 			Attempt: rec.Attempts, MaxAttempts: el.maxAttempts, MaxRounds: el.maxRounds, Created: rec.Created, Deadline: rec.Due},
 			rec: trimmed(next)}
 		if el.reg.Adopt(rec.Owner, s) != nil {
 			continue // this node is stopping
 		}
-		el.sleepers.Add(1)
-		el.asleep.Store(rec.ID, s)
+		el.holdSleeper(s)
 		s.arm(rec.Due)
 		n++
 	}
@@ -494,8 +499,9 @@ func (el *Elicitor) keptRecord(owner, id string, round int) (store.Record, bool)
 	if !ok {
 		return store.Record{}, false
 	}
-	rec, ok := v.(*sleeper).kept(owner)
-	if !ok || rec.Handed != round || rec.Claimed >= round {
+	s := v.(*sleeper)
+	rec := s.kept()
+	if s.owner != owner || rec.Handed != round || rec.Claimed >= round {
 		return store.Record{}, false
 	}
 	return rec, true

@@ -81,18 +81,6 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 			return fail(stateError("stale_round", "the requestState is for question round %d, but round %d is current", st.Round, rec.Handed))
 		case !has:
 			return fail(stateError("missing_response", "inputResponses has no %q, the response to the current question", inputKey(st.Round)))
-		case rec.State == stateClosed:
-			// Ended while it hibernated, and reported then: its result is made now, by
-			// the tool's handler, replayed into a question that has ended (hibernate.go).
-			r, err := el.closeOut(ctx, rec, st, req, replayable, start)
-			if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
-				latest = true
-				continue
-			}
-			if err != nil {
-				return fail(storeError(err))
-			}
-			return r
 		case rec.State == "ended" && st.Round == rec.Handed && rec.Outcome != nil:
 			// Ended while its round was out (cancelled on another node, say): the retry
 			// gets how.
@@ -105,35 +93,20 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		case rec.State == "ended":
 			return fail(stateError("finished", "that question has already ended; call the tool again without requestState"))
 		}
-		// The round is open (or claimed, its result lost with its node): the node holding
-		// the call answers, while it runs.
-		if !absent && !rec.Asleep && rec.Node != el.node && el.relay != nil && rec.Node != silent {
-			r, err := el.forward(ctx, rec.Node, owner, req.Params)
-			if err == nil {
-				el.tally.forwarded(ForwardAnswered)
+		var r result
+		if rec.State == stateClosed {
+			// Ended while it hibernated, and reported then: its result is made now, by
+			// the tool's handler, replayed into a question that has ended (hibernate.go).
+			r, err = el.closeOut(ctx, rec, st, req, replayable, start)
+		} else {
+			if r, done := el.toHolder(ctx, rec, absent, &silent, owner, req); done {
 				return r
 			}
-			switch {
-			case errors.Is(err, errSilent):
-				el.tally.forwarded(ForwardSilent)
-			case errors.Is(err, store.ErrNoNode) || errors.Is(err, errNotHeld):
-				el.tally.forwarded(ForwardGone)
-			default:
-				el.tally.forwarded(ForwardFailed)
+			if !replayable {
+				return fail(stateError("finished", "the server that asked that question has stopped, and %s cannot be taken over (it is not replayable); call the tool again without requestState", req.Params.Name))
 			}
-			if errors.Is(err, errSilent) {
-				// Frozen or cut off: taken over as if gone. Should the take-over lose to a
-				// write of that node's (it claimed the round just before it froze), the
-				// record is read again, and not forwarded to it again.
-				silent = rec.Node
-			} else if !errors.Is(err, store.ErrNoNode) && !errors.Is(err, errNotHeld) {
-				return fail(storeError(err))
-			}
+			r, err = el.takeOver(ctx, rec, absent, st, req, resp, sum, resend, o.pure, start)
 		}
-		if !replayable {
-			return fail(stateError("finished", "the server that asked that question has stopped, and %s cannot be taken over (it is not replayable); call the tool again without requestState", req.Params.Name))
-		}
-		r, err := el.takeOver(ctx, rec, absent, st, req, resp, sum, resend, o.pure, start)
 		if errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound) {
 			// Another node moved it first, or the compare-and-set failed and the store
 			// said it is gone: look again, at what the leader has.
@@ -146,6 +119,35 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		return r
 	}
 	return fail(Errorf(CodeStoreUnavailable, "contended", "the question is changing too fast to take over; send the same request again"))
+}
+
+// toHolder forwards the retry req to the node holding rec's call, while it runs (the round is
+// open, or claimed and its result lost with that node): done with the answer r. Not for a
+// call asleep (no node holds it), one this node holds, or one not recorded (absent); nor to
+// silent, a node that did not answer its pings while this retry waited for it. A node that
+// is gone or silent (silent is then set) is for the caller to take the call over from.
+func (el *Elicitor) toHolder(ctx context.Context, rec store.Record, absent bool, silent *string, owner string, req *mcp.CallToolRequest) (r result, done bool) {
+	if absent || rec.Asleep || rec.Node == el.node || el.relay == nil || rec.Node == *silent {
+		return result{}, false
+	}
+	r, err := el.forward(ctx, rec.Node, owner, req.Params)
+	switch {
+	case err == nil:
+		el.tally.forwarded(ForwardAnswered)
+		return r, true
+	case errors.Is(err, errSilent):
+		// Frozen or cut off: taken over as if gone. Should the take-over lose to a write
+		// of that node's (it claimed the round just before it froze), the record is read
+		// again, and not forwarded to it again.
+		el.tally.forwarded(ForwardSilent)
+		*silent = rec.Node
+		return result{}, false
+	case errors.Is(err, store.ErrNoNode) || errors.Is(err, errNotHeld):
+		el.tally.forwarded(ForwardGone)
+		return result{}, false
+	}
+	el.tally.forwarded(ForwardFailed)
+	return fail(storeError(err)), true
 }
 
 // read reads owner's record id; latest: as the last acknowledged write left it, where the
@@ -171,20 +173,10 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 		next.Claimed, next.ClaimSum, next.Outcome, next.Ends = st.Round, sum, nil, nil
 		next.Log = append(slices.Clip(rec.Log), store.Round{Prompt: rec.Prompt, Answers: raw, At: el.clk.Now()})
 	}
-	c := el.newCall(req, rec.Owner, rec.ID, true)
-	c.rec, c.replay, c.until, c.liveAsk, c.question = &next, next.Log, rec.Due, rec.Asks, rec.Question
+	c := el.replayCall(req, rec, &next)
 	c.claimed, c.claimSum, c.claimRsp, c.slot = st.Round, sum, resp, newClaimSlot()
-	// Held here before the compare-and-set: a resend that another node forwards here once
-	// the record names this node finds the call, and waits for its outcome, rather than
-	// take it over a second time. So does a request that reached this node with this one
-	// and is taking the call over too: the first to be held answers both (the other's round
-	// is claimed already: an identical resend waits for its outcome, another is a second use).
-	if held, added := el.calls.addNew(c); !added {
-		r, elsewhere := held.resume(ctx, st, req.Params.Arguments, resp, true)
-		if elsewhere {
-			return result{}, fmt.Errorf("%w: the call moved on", store.ErrConflict) // look again
-		}
-		return r, nil
+	if r, held, err := el.holdReplay(ctx, c, st, req, resp, true); held {
+		return r, err
 	}
 	c.pure = pure
 	if pure && rec.Asleep && !resend && !absent {
@@ -220,6 +212,32 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 	r := c.next(ctx)
 	c.settle(st.Round, r)
 	return r, nil
+}
+
+// replayCall is the call of rec that this node is to run again from the log, writing next.
+func (el *Elicitor) replayCall(req *mcp.CallToolRequest, rec store.Record, next *store.Record) *call {
+	c := el.newCall(req, rec.Owner, rec.ID, true)
+	c.rec, c.replay, c.until, c.liveAsk, c.question = next, next.Log, rec.Due, rec.Asks, rec.Question
+	return c
+}
+
+// holdReplay holds c here before the compare-and-set that makes its record this node's: a
+// resend that another node forwards here once the record names this node finds the call,
+// and waits for its outcome, rather than take it over a second time. So does a request that
+// reached this node with this one and is taking the call over too: the first to be held
+// answers both (the other's round is claimed already: an identical resend waits for its
+// outcome, another is a second use). held: a call of its id was held here already, and
+// the request (st, resp) went to it, which answered r; or err, ErrConflict: look again.
+func (el *Elicitor) holdReplay(ctx context.Context, c *call, st requestState, req *mcp.CallToolRequest, resp mcp.InputResponse, has bool) (r result, held bool, err error) {
+	other, added := el.calls.addNew(c)
+	if added {
+		return result{}, false, nil
+	}
+	r, elsewhere := other.resume(ctx, st, req.Params.Arguments, resp, has)
+	if elsewhere {
+		return result{}, true, fmt.Errorf("%w: the call moved on", store.ErrConflict)
+	}
+	return r, true, nil
 }
 
 // dropTakeOver drops c, a take-over whose write failed (another node moved the call first,

@@ -198,39 +198,40 @@ func (r *Registry) Resume(ownerID, id string, spec elicitation.Spec) (*elicitati
 	if err := spec.Check(); err != nil {
 		return nil, err
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	if r.closed {
-		return nil, ErrClosed
-	}
-	if _, taken := r.byID[id]; taken {
-		return nil, fmt.Errorf("%w: %q", ErrTaken, id)
-	}
-	o := r.ownerOf(ownerID)
-	e, err := elicitation.Start(id, spec, r.env)
-	if err != nil {
-		return nil, err // unreachable: spec was checked above
-	}
-	r.byID[id] = entry{m: e, owner: o, name: ownerID}
-	o.live[id] = e
-	return e, nil
+	var e *elicitation.Elicitation
+	err := r.place(ownerID, id, func() (Member, error) {
+		var err error
+		e, err = elicitation.Start(id, spec, r.env) // no error: spec was checked above
+		return e, err
+	})
+	return e, err
 }
 
 // Adopt holds m, a hibernating question's stand-in that no actor here preceded (this node
 // takes over the sleeping questions of a node that died), for owner, until Drop: it is not
 // a new start. ErrClosed, or ErrTaken if a member is held under its id.
 func (r *Registry) Adopt(ownerID string, m Member) error {
+	return r.place(ownerID, m.ID(), func() (Member, error) { return m, nil })
+}
+
+// place holds the member newMember returns under id, for owner, unless the registry is closed or
+// id is held; it is not a start (no quota, not counted).
+func (r *Registry) place(ownerID, id string, newMember func() (Member, error)) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if r.closed {
 		return ErrClosed
 	}
-	if _, taken := r.byID[m.ID()]; taken {
-		return fmt.Errorf("%w: %q", ErrTaken, m.ID())
+	if _, taken := r.byID[id]; taken {
+		return fmt.Errorf("%w: %q", ErrTaken, id)
+	}
+	m, err := newMember()
+	if err != nil {
+		return err
 	}
 	o := r.ownerOf(ownerID)
-	r.byID[m.ID()] = entry{m: m, owner: o, name: ownerID}
-	o.live[m.ID()] = m
+	r.byID[id] = entry{m: m, owner: o, name: ownerID}
+	o.live[id] = m
 	return nil
 }
 
