@@ -101,14 +101,9 @@ func TestVerifyRefuses(t *testing.T) {
 }
 
 func TestKeysAreFetchedAgainForAnUnknownKidAtMostEveryFewSeconds(t *testing.T) {
-	p := oauthtest.Start(t)
-	mock := clock.NewMock()
-	mock.Set(time.Now())
-	v := newVerifier(t, p, mock)
+	p, mock, v, c := verifiedOnce(t)
 	ctx := context.Background()
-	c := oauthtest.Claims{Subject: "alice", Audience: []string{resource}}
-	_, err := v.Verify(ctx, p.Token(c))
-	require.NoError(t, err)
+	var err error
 	require.EqualValues(t, 1, p.KeyRequests())
 
 	_, err = p.RotateKey()
@@ -129,14 +124,9 @@ func TestKeysAreFetchedAgainForAnUnknownKidAtMostEveryFewSeconds(t *testing.T) {
 }
 
 func TestKeysAreKeptWhileTheIssuerIsDown(t *testing.T) {
-	p := oauthtest.Start(t)
-	mock := clock.NewMock()
-	mock.Set(time.Now())
-	v := newVerifier(t, p, mock)
+	p, mock, v, c := verifiedOnce(t)
 	ctx := context.Background()
-	c := oauthtest.Claims{Subject: "alice", Audience: []string{resource}}
-	_, err := v.Verify(ctx, p.Token(c))
-	require.NoError(t, err)
+	var err error
 
 	p.KeysDown(true)
 	mock.Add(time.Minute)
@@ -251,4 +241,18 @@ func TestMetadataPathAndChallenge(t *testing.T) {
 		oauth.Challenge{ResourceMetadata: "https://h/.well-known/oauth-protected-resource/mcp", Error: oauth.ErrorInvalidToken,
 			Description: `it's "bad"` + "\u00e9", Scope: "a b"}.String())
 	assert.Equal(t, "Bearer", oauth.Challenge{}.String())
+}
+
+// verifiedOnce is a provider and a verifier on a mock clock that has verified one of alice's
+// tokens (claims c), so that it holds the provider's keys.
+func verifiedOnce(t *testing.T) (*oauthtest.Provider, *clock.Mock, *oauth.Verifier, oauthtest.Claims) {
+	t.Helper()
+	p := oauthtest.Start(t)
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	v := newVerifier(t, p, mock)
+	c := oauthtest.Claims{Subject: "alice", Audience: []string{resource}}
+	_, err := v.Verify(context.Background(), p.Token(c))
+	require.NoError(t, err)
+	return p, mock, v, c
 }
