@@ -203,3 +203,31 @@ func heardCluster(t *testing.T) (*clock.Mock, *memory.Store, *byKey, []*clusterN
 	mem := memory.New(memory.Options{Clock: clk})
 	return clk, mem, heard, newClusterOn(t, clk, 2, mem, &memory.Relay{})
 }
+
+// Every write a hibernating question makes carries its record's deadline (natsstore turns it
+// into the message's TTL: a KV update would write none, store/storetest
+// UpdatedRecordStillExpires): an extended record outlives its first deadline, and a closed
+// one is reclaimed the retention after its close, without the client coming back.
+func TestAHibernatingQuestionsRecordIsReclaimedAtItsDeadline(t *testing.T) {
+	clk, mem, heard, nodes := heardCluster(t)
+	a := nodes[0]
+	a.call(t, "", 0, nil) // due in 1 minute; its record kept 1 minute more (retention)
+	records := func() int {
+		recs, err := mem.List(context.Background(), "caller:test")
+		require.NoError(t, err)
+		return len(recs)
+	}
+	id := a.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)[0].(map[string]any)["id"].(string)
+	ext := a.manage(t, "extend_elicitation", map[string]any{"id": id, "seconds": 120}) // due at 3 minutes, kept to 4
+	require.Nil(t, ext["code"], "%v", ext)
+
+	clk.Add(2*time.Minute + time.Second)
+	assert.Equal(t, 1, records(), "past its first deadline and retention, the extended record is there")
+	cancelled := a.manage(t, "cancel_elicitation", map[string]any{"id": id})
+	require.Equal(t, "cancelled", cancelled["state"], "%v", cancelled)
+	require.Len(t, heard.get(), 1)
+	clk.Add(59 * time.Second)
+	assert.Equal(t, 1, records(), "closed, and kept the retention for the client's late request")
+	clk.Add(time.Second)
+	assert.Zero(t, records(), "reclaimed the retention after its close, not at the deadline it had")
+}
