@@ -26,3 +26,14 @@ func TestAnUndoneClaimReleasesItsWaiters(t *testing.T) {
 	_, ok = c.claim(1, "sum", nil)
 	assert.True(t, ok)
 }
+
+// A call that hibernated takes no claim: its handler is gone, so an answer handed to it
+// would wait for ever. The retry that raced the hibernation (it found the call awake, a
+// moment before its first round's write behind landed and it slept) fails to claim, finds
+// it asleep, and wakes it from its record instead.
+func TestAHibernatedCallTakesNoClaim(t *testing.T) {
+	c := &call{sleeping: true}
+	_, ok := c.claim(1, "sum", nil)
+	assert.False(t, ok, "a claim on a call whose handler has ended")
+	assert.Zero(t, c.claimed)
+}

@@ -450,12 +450,15 @@ func (c *call) disarm() {
 }
 
 // claim marks the requestState of round as used by the response whose digest is sum,
-// reporting false if it already was: a state is good for one resume, so two calls sent
+// reporting false if it already was (or c hibernated): a state is good for one resume, so two calls sent
 // together with it cannot both go on. prev undoes it (unclaim).
 func (c *call) claim(round int, sum string, resp mcp.InputResponse) (prev int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if round <= c.claimed {
+	if round <= c.claimed || c.sleeping {
+		// Claimed already; or hibernated since the retry found it awake (its first
+		// round's write behind landed meanwhile): its handler is gone, and the record
+		// wakes it.
 		return 0, false
 	}
 	prev = c.claimed
