@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"runtime"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -365,4 +367,50 @@ func oneOut(t *testing.T, a *clusterNode, fail func(), code string) *mcp.CallToo
 	p = payload(t, a, "", 0, nil)
 	assert.Equal(t, code, p["code"], "a new question is refused: %v", p)
 	return out
+}
+
+// yieldingCreate is a store whose Creates yield the processor a while before they land: a
+// write behind its prompt is still in flight when the client's answer comes.
+type yieldingCreate struct{ store.Store }
+
+func (y yieldingCreate) Create(ctx context.Context, r store.Record) (uint64, error) {
+	for range 50 {
+		runtime.Gosched()
+	}
+	return y.Store.Create(ctx, r)
+}
+
+// With RecordBehind and hibernation, a call whose answer comes at once races its first
+// round's write, and the hibernation that follows it: the retry finds the call awake, or
+// falling asleep, or asleep. Whichever, it is answered, once, and at once (a retry that
+// claimed the call as it fell asleep used to wait for ever; one that came as the sleeper
+// was being put in place could find it in neither place, and was told to send again).
+func TestAnAnswerRacingTheWriteBehindIsTaken(t *testing.T) {
+	withRecordBehind(t)
+	for _, pure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pure %v", pure), func(t *testing.T) {
+			pureTools = pure
+			t.Cleanup(func() { pureTools = false })
+			a := newCluster(t, 1, yieldingCreate{memory.New(memory.Options{})}, nil)[0]
+			for i := range 300 {
+				first := a.call(t, "", 0, nil)
+				r, _ := asked(t, first)
+				require.Equal(t, 1, r)
+				res := a.call(t, first.RequestState, 1, ada)
+				require.False(t, res.IsError, "call %d: %s", i, resultText(res))
+				require.Empty(t, res.InputRequests, "call %d", i)
+			}
+		})
+	}
+}
+
+// resultText is the text of res's content.
+func resultText(res *mcp.CallToolResult) string {
+	var b strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			b.WriteString(tc.Text)
+		}
+	}
+	return b.String()
 }

@@ -54,6 +54,20 @@ func (c *call) asleep() bool {
 	return c.sleeping
 }
 
+// fellAsleep reports whether c hibernates, once it has finished falling asleep: its sleeper
+// holds its place here (a retry on this node wakes it from the sleeper's record), and the
+// node's calls hold c no more. A retry that found c awake a moment before it slept (its
+// first round's write behind just landed) would otherwise find the call in neither place.
+func (c *call) fellAsleep() bool {
+	c.mu.Lock()
+	sleeping, slept := c.sleeping, c.slept
+	c.mu.Unlock()
+	if sleeping {
+		<-slept
+	}
+	return sleeping
+}
+
 // sleep hibernates c after round n, asking pr, was handed out and recorded asleep; not if a
 // retry has claimed the round already, or the call has ended or moved meanwhile.
 func (c *call) sleep(pr elicitation.Prompt, n int) {
@@ -74,9 +88,10 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 		c.mu.Unlock()
 		return
 	}
-	c.sleeping = true
+	c.sleeping, c.slept = true, make(chan struct{})
 	c.disarm()
 	c.mu.Unlock()
+	defer close(c.slept)
 	el.holdSleeper(s)
 	// From here a retry finds no call here, and takes the record over (wakes it).
 	el.calls.end(c, endedCall{}, false)

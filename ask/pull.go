@@ -57,10 +57,11 @@ type call struct {
 	idle     *clock.Timer // forgets the call's result if the client does not come back for it
 	killed   bool
 	killedBy elicitation.Reason
-	links    *links // the pages of the question asked now, if it may use them; set by its way
-	how      string // how its last question ended
-	sleeping bool   // it hibernated (hibernate.go): its handler's end is dropped
-	question string // a call taken over: the id of the question it was asking, kept
+	links    *links        // the pages of the question asked now, if it may use them; set by its way
+	how      string        // how its last question ended
+	sleeping bool          // it hibernated (hibernate.go): its handler's end is dropped
+	slept    chan struct{} // set with sleeping, closed once its sleeper stands in its place
+	question string        // a call taken over: the id of the question it was asking, kept
 	// A call whose record was closed (hibernate.go): the question it was asking has ended,
 	// and was reported; when the replay reaches it, it is ended again with closeReason.
 	closedAt    bool
@@ -659,7 +660,7 @@ func (c *call) resume(ctx context.Context, st requestState, args json.RawMessage
 		return fail(stateError("foreign", otherCall)), false // not merely re-encoded: other arguments
 	}
 	durable := c.el.store != nil
-	if durable && c.asleep() {
+	if durable && c.fellAsleep() {
 		return result{}, true // it hibernated just now: the record wakes it
 	}
 	sum := ""
