@@ -89,7 +89,8 @@ type Options struct {
 	// nothing, and the requestState is still good for one use. What changes: another node
 	// may not list the question for the moment the write takes, and a store that fails
 	// lets one question out before new ones are refused. Set it where one node serves each
-	// client (elicitd over stdio). Only replayable tools' form-mode first rounds go behind.
+	// client (elicitd over stdio, or over HTTP on an embedded store no other node can reach).
+	// Only replayable tools' form-mode first rounds go behind.
 	RecordBehind bool
 	// KeepAwake keeps a pull-era call's handler running between its rounds, parked in Ask,
 	// as calls without a store do. By default, with a Store, a Replayable tool's call

@@ -302,6 +302,10 @@ func runHTTP(cfg config, opts options, logger *slog.Logger, stderr io.Writer, mx
 		return 1
 	}
 	opts.Owner = callerOwner
+	// An embedded store that listens on no network is this process's alone: it serves
+	// every client, as a stdio server does its one, and a first prompt need not wait for
+	// its record either (no other node could list the question meanwhile).
+	opts.RecordBehind = cfg.store.kind == "embedded" && cfg.store.listen == ""
 	if host, _, _ := net.SplitHostPort(cfg.http.addr); cfg.page.url != "" || loopbackHost(host) {
 		// The page is served beside MCP; beyond loopback only behind the https proxy named.
 		base := cfg.page.base(ln.Addr())

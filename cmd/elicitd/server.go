@@ -46,7 +46,8 @@ type options struct {
 	PageWait time.Duration // see ask.Options.PageWait
 	Store    store.Store   // where 2026-07-28 questions are kept (ask.Options.Store); nil: this process only
 	// RecordBehind: a call's first prompt goes out before its record is written
-	// (ask.Options.RecordBehind); stdio sets it, where this process alone serves its client.
+	// (ask.Options.RecordBehind); set where this process alone serves its clients: stdio, and
+	// --http on an embedded store that listens on no network.
 	RecordBehind bool
 	// Templates are the forms ask_user asks by name, and the shipping tools' wording; nil:
 	// the built-in ones only. TemplateDirs, when set, are where they were loaded from: the

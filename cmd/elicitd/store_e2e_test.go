@@ -132,6 +132,30 @@ func outlivesAKill(t *testing.T, awake bool) {
 	assert.Equal(t, "used", again["reason"], "%v", again)
 }
 
+// Over HTTP on an embedded store of its own, a call's first prompt goes out before its
+// record is written (ask.Options.RecordBehind); the process killed the moment that prompt
+// is out, and started again, still completes the question from the retry: from its record,
+// or, had the write not landed, from what the requestState carries.
+func TestAFirstRoundOutlivesAKill(t *testing.T) {
+	dir := t.TempDir()
+	args := []string{"--store", "embedded", "--data-dir", dir}
+	before := startHTTPWith(t, args)
+	first, err := pullByHand(t, before, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	require.NoError(t, err)
+	before.kill(t)
+	key, _ := askedFields(t, first)
+	require.Equal(t, "elicit-1", key)
+
+	after := startHTTPWith(t, args)
+	done := round(t, after, first.RequestState, 1, map[string]any{"name": "Ada", "age": 36})
+	require.False(t, done.NeedsInput())
+	out := structured(t, done)
+	assert.Equal(t, "completed", out["status"], "%v", out)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(36)}, out["data"])
+	again := structured(t, round(t, after, first.RequestState, 1, map[string]any{"name": "Bo", "age": 40}))
+	assert.Equal(t, "used", again["reason"], "the state is good for one use: %v", again)
+}
+
 // The key comes from the store: a second start on the same data directory, with no
 // ELICITD_STATE_KEY, honours the states the first signed (the test above relies on it);
 // a node given a key other than the one the store was started with refuses to start.
