@@ -4,6 +4,7 @@ import (
 	"runtime"
 	"runtime/debug"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 )
@@ -23,11 +24,47 @@ func TestTuneGCUnlessGOGCIsSet(t *testing.T) {
 		}
 	}
 	for kind, want := range map[string]int{"memory": gcPercent, "nats": gcPercent, "embedded": embeddedGCPercent} {
-		assert.Equal(t, want, tuneGC(env(""), kind), kind)
+		p, stop := tuneGC(env(""), kind)
+		stop()
+		assert.Equal(t, want, p, kind)
 		assert.Equal(t, want, debug.SetGCPercent(100), "unset GOGC: elicitd's target for %s", kind)
 	}
-	assert.Equal(t, 100, tuneGC(env("100"), "embedded"))
+	p, stop := tuneGC(env("100"), "embedded")
+	stop()
+	assert.Equal(t, 100, p)
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left as the runtime read it")
+}
+
+// The target lets the heap grow by the headroom at the least, and by the base percent.
+func TestHeadroomPercent(t *testing.T) {
+	const mib = 1 << 20
+	assert.Equal(t, 1600, headroomPercent(200, 4*mib, 64*mib), "a small heap: 64 MiB of growth")
+	assert.Equal(t, 200, headroomPercent(200, 32*mib, 64*mib), "the base already gives as much")
+	assert.Equal(t, 200, headroomPercent(200, 1024*mib, 64*mib), "a large heap: the base")
+	assert.Equal(t, 200, headroomPercent(200, 0, 64*mib), "nothing read")
+	assert.Equal(t, 100_000, headroomPercent(200, 1, 64*mib), "bounded")
+}
+
+// After a collection, the keeper sets the target the live heap calls for; stopped, it sets
+// none.
+func TestKeepHeadroomSetsTheTargetAfterACollection(t *testing.T) {
+	was := debug.SetGCPercent(100)
+	defer debug.SetGCPercent(was)
+	set := make(chan int, 16)
+	stop := keepHeadroom(100, 1<<40, func(p int) { set <- p }) // more than any test heap
+	runtime.GC()
+	select {
+	case p := <-set:
+		assert.Greater(t, p, 100, "a heap far smaller than the headroom")
+		assert.Equal(t, p, debug.SetGCPercent(100), "the target in force")
+	case <-time.After(failsafe):
+		t.Fatal("no target was set after a collection")
+	}
+	stop()
+	debug.SetGCPercent(100)
+	runtime.GC()
+	runtime.GC()
+	assert.Equal(t, 100, debug.SetGCPercent(100), "stopped: the target stays as set")
 }
 
 // elicitd sets a soft memory limit unless GOMEMLIMIT says otherwise.
