@@ -32,7 +32,7 @@ func TestAnUndoneClaimReleasesItsWaiters(t *testing.T) {
 // moment before its first round's write behind landed and it slept) fails to claim, finds
 // it asleep, and wakes it from its record instead.
 func TestAHibernatedCallTakesNoClaim(t *testing.T) {
-	c := &call{sleeping: true}
+	c := &call{sleeping: make(chan struct{})}
 	_, ok := c.claim(1, "sum", nil)
 	assert.False(t, ok, "a claim on a call whose handler has ended")
 	assert.Zero(t, c.claimed)

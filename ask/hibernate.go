@@ -51,7 +51,7 @@ func (c *call) canSleep(pr elicitation.Prompt) bool {
 func (c *call) asleep() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.sleeping
+	return c.sleeping != nil
 }
 
 // fellAsleep reports whether c hibernates, once it has finished falling asleep: its sleeper
@@ -60,12 +60,12 @@ func (c *call) asleep() bool {
 // first round's write behind just landed) would otherwise find the call in neither place.
 func (c *call) fellAsleep() bool {
 	c.mu.Lock()
-	sleeping, slept := c.sleeping, c.slept
+	sleeping := c.sleeping
 	c.mu.Unlock()
-	if sleeping {
-		<-slept
+	if sleeping != nil {
+		<-sleeping
 	}
-	return sleeping
+	return sleeping != nil
 }
 
 // sleep hibernates c after round n, asking pr, was handed out and recorded asleep; not if a
@@ -84,14 +84,15 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 	s := &sleeper{el: el, call: c.id, owner: c.owner, snap: snap, rec: rec}
 	s.idle = el.pullIdle > 0 && !snap.Deadline.Before(el.clk.Now().Add(el.pullIdle-time.Second))
 	c.mu.Lock()
-	if c.killed || c.sleeping || c.claimed >= n || c.handed != n || !el.reg.Hibernate(e, s) {
+	if c.killed || c.sleeping != nil || c.claimed >= n || c.handed != n || !el.reg.Hibernate(e, s) {
 		c.mu.Unlock()
 		return
 	}
-	c.sleeping, c.slept = true, make(chan struct{})
+	slept := make(chan struct{})
+	c.sleeping = slept
 	c.disarm()
 	c.mu.Unlock()
-	defer close(c.slept)
+	defer close(slept)
 	el.holdSleeper(s)
 	// From here a retry finds no call here, and takes the record over (wakes it).
 	el.calls.end(c, endedCall{}, false)

@@ -57,11 +57,12 @@ type call struct {
 	idle     *clock.Timer // forgets the call's result if the client does not come back for it
 	killed   bool
 	killedBy elicitation.Reason
-	links    *links        // the pages of the question asked now, if it may use them; set by its way
-	how      string        // how its last question ended
-	sleeping bool          // it hibernated (hibernate.go): its handler's end is dropped
-	slept    chan struct{} // set with sleeping, closed once its sleeper stands in its place
-	question string        // a call taken over: the id of the question it was asking, kept
+	links    *links // the pages of the question asked now, if it may use them; set by its way
+	how      string // how its last question ended
+	// sleeping is set once c hibernates (hibernate.go): its handler's end is dropped. It is
+	// closed once c's sleeper stands in its place.
+	sleeping chan struct{}
+	question string // a call taken over: the id of the question it was asking, kept
 	// A call whose record was closed (hibernate.go): the question it was asking has ended,
 	// and was reported; when the replay reaches it, it is ended again with closeReason.
 	closedAt    bool
@@ -451,12 +452,12 @@ func (c *call) disarm() {
 }
 
 // claim marks the requestState of round as used by the response whose digest is sum,
-// reporting false if it already was (or c hibernated): a state is good for one resume, so two calls sent
-// together with it cannot both go on. prev undoes it (unclaim).
+// reporting false if it already was (or c hibernated): a state is good for one resume, so
+// two calls sent together with it cannot both go on. prev undoes it (unclaim).
 func (c *call) claim(round int, sum string, resp mcp.InputResponse) (prev int, ok bool) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if round <= c.claimed || c.sleeping {
+	if round <= c.claimed || c.sleeping != nil {
 		// Claimed already; or hibernated since the retry found it awake (its first
 		// round's write behind landed meanwhile): its handler is gone, and the record
 		// wakes it.

@@ -90,8 +90,8 @@ func tuneGC(getenv func(string) string, storeKind string) (percent int, stop fun
 // 400 KiB a request) would otherwise start one every dozen calls over a live heap of a few
 // MiB (the embedded NATS server's, mostly), a third of a pull-era call's CPU at one caller.
 // Measured with BenchmarkHTTPRoundTrip (pull era, embedded store, beside bare go-sdk): CPU
-// per call 1.52x bare at one caller and 1.19x at 16 with GOGC 200 alone, 1.32x and 0.92x
-// with 96 MiB of headroom. A large live heap (many open questions) keeps GOGC's growth, and
+// per call 1.52x bare at one caller and 1.19x at 16 with GOGC 200 alone, 1.32x and 0.91x
+// with 64 MiB of headroom. A large live heap (many open questions) keeps GOGC's growth, and
 // the soft memory limit (tuneMemory) still bounds the whole.
 const gcHeadroom = 64 << 20
 
