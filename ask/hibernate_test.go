@@ -2,6 +2,8 @@ package ask_test
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -12,6 +14,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/memory"
 )
 
@@ -230,4 +233,44 @@ func TestAHibernatingQuestionsRecordIsReclaimedAtItsDeadline(t *testing.T) {
 	assert.Equal(t, 1, records(), "closed, and kept the retention for the client's late request")
 	clk.Add(time.Second)
 	assert.Zero(t, records(), "reclaimed the retention after its close, not at the deadline it had")
+}
+
+// updatesDown is a store whose writes of existing records fail once down is set; the rest
+// still answers.
+type updatesDown struct {
+	store.Store
+	down atomic.Bool
+}
+
+func (u *updatesDown) Update(ctx context.Context, r store.Record) (uint64, error) {
+	if u.down.Load() {
+		return 0, fmt.Errorf("%w: the test refuses writes", store.ErrUnavailable)
+	}
+	return u.Store.Update(ctx, r)
+}
+
+// A retry for a question that timed out while it hibernated, when the store will not take
+// the write that makes its result: the retry hears STORE_UNAVAILABLE (send again), and the
+// node goes on; once the store is back, the same retry gets the timeout.
+func TestAClosedQuestionsRetryOutlivesAFailedWrite(t *testing.T) {
+	heard := &byKey{}
+	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
+	t.Cleanup(func() { nodeOptions = nil })
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	s := &updatesDown{Store: memory.New(memory.Options{Clock: clk})}
+	nodes := newClusterOn(t, clk, 2, s, &memory.Relay{})
+	first := nodes[0].call(t, "", 0, nil)
+	clk.Add(time.Minute)
+	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "the end is reported at the deadline")
+
+	s.down.Store(true)
+	for _, n := range nodes {
+		p := payload(t, n, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+		assert.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
+	}
+	s.down.Store(false)
+	p := payload(t, nodes[1], first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
+	assert.Len(t, heard.get(), 1, "reported once")
 }

@@ -249,7 +249,9 @@ func (c *call) dropTakeOver() {
 	c.fenced = true
 	c.wmu.Unlock()
 	c.mu.Lock()
-	c.slot.fill(fail(storeError(errFenced)))
+	if c.slot != nil { // a close-out (closeOut) claims nothing: none wait on it
+		c.slot.fill(fail(storeError(errFenced)))
+	}
 	c.mu.Unlock()
 	c.el.calls.end(c, endedCall{}, false)
 }
