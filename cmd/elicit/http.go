@@ -49,7 +49,7 @@ func (inv *invocation) loadToken(getenv func(string) string, stderr io.Writer) e
 		return usagef("%s must hold the bearer token alone, one word of visible ASCII (no spaces, no further lines)", from)
 	}
 	u, _ := url.Parse(inv.url) // checked by parse
-	if u.Scheme != "https" && !loopback(u.Hostname()) {
+	if !httpsOrLoopback(u) {
 		hint := ""
 		if inv.tokenFile == "" {
 			hint = fmt.Sprintf(" (unset $%s to connect without one)", tokenEnv)
@@ -82,6 +82,12 @@ func readToken(name string, stderr io.Writer) (string, error) {
 		return "", usagef("--token-file %s is larger than %d bytes: it should hold the bearer token alone", name, maxTokenBytes)
 	}
 	return string(data), nil
+}
+
+// httpsOrLoopback reports whether u is https, or http to this machine only: where elicit
+// sends a token or signs in.
+func httpsOrLoopback(u *url.URL) bool {
+	return u.Scheme == "https" || loopback(u.Hostname())
 }
 
 // loopback reports whether host (a name or an address) is this machine only.

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bufio"
-	"bytes"
 	"io"
 	"net/http"
 	"net/url"
@@ -11,7 +10,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -23,23 +21,11 @@ import (
 
 // httpElicitd is an elicitd serving Streamable HTTP on a loopback port for elicit --url.
 type httpElicitd struct {
-	url string // the MCP endpoint
-
-	mu  sync.Mutex
-	log bytes.Buffer // its stderr
+	url string     // the MCP endpoint
+	log syncBuffer // its stderr
 }
 
-func (s *httpElicitd) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.log.Write(p)
-}
-
-func (s *httpElicitd) stderr() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.log.String()
-}
+func (s *httpElicitd) stderr() string { return s.log.String() }
 
 var listensAt = regexp.MustCompile(`msg="serving MCP over Streamable HTTP" address=(\S+)`)
 
@@ -65,12 +51,12 @@ func serveHTTPArgs(t *testing.T, args []string, env ...string) *httpElicitd {
 		defer close(read)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			_, _ = s.Write(append(sc.Bytes(), '\n'))
+			_, _ = s.log.Write(append(sc.Bytes(), '\n'))
 			if m := listensAt.FindStringSubmatch(sc.Text()); m != nil {
 				addr <- m[1]
 			}
 		}
-		_, _ = io.Copy(s, out)
+		_, _ = io.Copy(&s.log, out)
 	}()
 	stop := func() {
 		_ = cmd.Process.Signal(syscall.SIGTERM)

@@ -48,8 +48,7 @@ type signIn struct {
 	signing sync.Mutex // held while signing in
 
 	mu     sync.Mutex
-	ts     oauth2.TokenSource // the kept or new sign-in's, or nil
-	gen    int                // bumped by every sign-in
+	ts     oauth2.TokenSource // the kept or new sign-in's, or nil: a new one at every sign-in
 	failed error              // why the last sign-in failed, for the person
 }
 
@@ -81,7 +80,7 @@ func newSignIn(server string, store *signIns, stderr io.Writer) *signIn {
 
 // keep returns the token source of a sign-in, which refreshes its access token when it has
 // expired and keeps every new token in the sign-in's file.
-func (s *signIn) keep(cfg *oauth2.Config, record *signInRecord) oauth2.TokenSource {
+func (s *signIn) keep(cfg *oauth2.Config, record *signInRecord) *keptTokens {
 	ctx := context.WithValue(context.Background(), oauth2.HTTPClient, s.httpClient)
 	return &keptTokens{base: cfg.TokenSource(ctx, record.Token), store: s.store, stderr: s.stderr, record: *record}
 }
@@ -104,12 +103,12 @@ func (s *signIn) failure() error {
 // for more scopes). It returns once elicit has a token, or the sign-in failed.
 func (s *signIn) Authorize(ctx context.Context, req *http.Request, resp *http.Response) error {
 	s.mu.Lock()
-	gen := s.gen
+	before := s.ts // every sign-in sets a new one: if it changes, another request signed in
 	s.mu.Unlock()
 	s.signing.Lock()
 	defer s.signing.Unlock()
 	s.mu.Lock()
-	again, failed := s.gen != gen, s.failed
+	again, failed := s.ts != before, s.failed
 	s.mu.Unlock()
 	switch {
 	case again: // another request signed in meanwhile: try its token
@@ -128,12 +127,11 @@ func (s *signIn) Authorize(ctx context.Context, req *http.Request, resp *http.Re
 	}
 	if ts != nil { // nil: a 403 sign-in cannot help; the request is tried again as it was
 		s.ts = ts
-		s.gen++
 	}
 	return nil
 }
 
-func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Response) (oauth2.TokenSource, error) {
+func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Response) (*keptTokens, error) {
 	if resp.StatusCode == http.StatusForbidden && !insufficientScope(resp) {
 		// Refused for a reason no sign-in changes (an Origin, a question of another
 		// caller's): the request is tried again as it was, and its 403 reported.
@@ -141,12 +139,12 @@ func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		return nil, nil
 	}
 	u, _ := url.Parse(s.server) // checked by parse
-	if u.Scheme != "https" && !loopback(u.Hostname()) {
+	if !httpsOrLoopback(u) {
 		_ = resp.Body.Close()
 		return nil, &signInError{server: s.server, status: resp.StatusCode,
 			reason: "it is plain http to another machine, and elicit signs in only over https, or http to this machine"}
 	}
-	if err := s.findMetadata(ctx, resp); err != nil {
+	if err := s.findMetadata(ctx, u, resp); err != nil {
 		_ = resp.Body.Close()
 		return nil, err
 	}
@@ -177,7 +175,7 @@ func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Re
 		},
 		RequestRefreshToken: true,
 		Client:              s.httpClient,
-		NewTokenSource: func(ctx context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
+		NewTokenSource: func(_ context.Context, cfg *oauth2.Config, tok *oauth2.Token) (oauth2.TokenSource, error) {
 			record := &signInRecord{
 				Server: s.server, ClientID: cfg.ClientID, ClientSecret: cfg.ClientSecret,
 				AuthStyle: cfg.Endpoint.AuthStyle, AuthURL: cfg.Endpoint.AuthURL, TokenURL: cfg.Endpoint.TokenURL,
@@ -186,7 +184,8 @@ func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Re
 			if err := s.store.save(record); err != nil {
 				fmt.Fprintf(s.stderr, "elicit: warning: %v; the next run signs in again\n", err)
 			}
-			kept = &keptTokens{base: cfg.TokenSource(ctx, tok), store: s.store, stderr: s.stderr, record: *record}
+			// The SDK's ctx is keep's: the background one, with s.httpClient for refreshes.
+			kept = s.keep(cfg, record)
 			return kept, nil
 		},
 	}
@@ -226,8 +225,9 @@ func insufficientScope(resp *http.Response) bool {
 
 // findMetadata checks that the server says where to sign in: protected resource metadata
 // (RFC 9728) at the URL its WWW-Authenticate header names, or at one of the well-known
-// URLs for --url. Without it, elicit could only guess, so it says so instead.
-func (s *signIn) findMetadata(ctx context.Context, resp *http.Response) error {
+// URLs for --url (u, s.server parsed). Without it, elicit could only guess, so it says so
+// instead.
+func (s *signIn) findMetadata(ctx context.Context, u *url.URL, resp *http.Response) error {
 	challenges, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
 	if err != nil {
 		return &signInError{server: s.server, status: resp.StatusCode, reason: fmt.Sprintf("its WWW-Authenticate header cannot be read (%v)", err)}
@@ -240,7 +240,6 @@ func (s *signIn) findMetadata(ctx context.Context, resp *http.Response) error {
 			break
 		}
 	}
-	u, _ := url.Parse(s.server)
 	atPath, atRoot := *u, *u
 	atPath.Path, atPath.RawPath = "/.well-known/oauth-protected-resource/"+strings.TrimLeft(u.Path, "/"), ""
 	atRoot.Path, atRoot.RawPath = "/.well-known/oauth-protected-resource", ""
@@ -257,8 +256,6 @@ func (s *signIn) findMetadata(ctx context.Context, resp *http.Response) error {
 			tried = append(tried, c.metadata+" (not found)")
 		case err != nil:
 			tried = append(tried, fmt.Sprintf("%s (%v)", c.metadata, err))
-		case prm == nil:
-			tried = append(tried, c.metadata+" (not found)")
 		case len(prm.AuthorizationServers) == 0:
 			return &signInError{server: s.server, status: resp.StatusCode,
 				reason: fmt.Sprintf("its protected resource metadata at %s names no authorization server", c.metadata)}

@@ -12,7 +12,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -62,9 +61,7 @@ type signingIn struct {
 	cmd    *exec.Cmd
 	stdout bytes.Buffer
 	links  chan string // authorization links shown on stderr
-
-	mu     sync.Mutex
-	stderr strings.Builder
+	stderr syncBuffer
 	read   chan struct{} // closed once stderr has ended
 }
 
@@ -75,7 +72,7 @@ func startSigningIn(t *testing.T, config string, env []string, args ...string) *
 	t.Cleanup(cancel)
 	r := &signingIn{links: make(chan string, 4), read: make(chan struct{})}
 	r.cmd = exec.CommandContext(ctx, elicitBin, args...)
-	r.cmd.Env = append(os.Environ(), append([]string{"XDG_CONFIG_HOME=" + config, "HOME=" + config, tokenEnv + "="}, env...)...)
+	r.cmd.Env = append(os.Environ(), configEnv(config, env...)...)
 	r.cmd.Stdout = &r.stdout
 	out, err := r.cmd.StderrPipe()
 	require.NoError(t, err)
@@ -84,9 +81,7 @@ func startSigningIn(t *testing.T, config string, env []string, args ...string) *
 		defer close(r.read)
 		sc := bufio.NewScanner(out)
 		for sc.Scan() {
-			r.mu.Lock()
-			r.stderr.WriteString(sc.Text() + "\n")
-			r.mu.Unlock()
+			_, _ = r.stderr.Write([]byte(sc.Text() + "\n"))
 			if strings.Contains(sc.Text(), "/authorize?") {
 				r.links <- sc.Text()
 			}
@@ -122,8 +117,6 @@ func (r *signingIn) wait(t *testing.T) runResult {
 	if err != nil && !assert.ErrorAs(t, err, &exit) {
 		t.FailNow()
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	return runResult{r.stdout.String(), r.stderr.String(), r.cmd.ProcessState.ExitCode()}
 }
 

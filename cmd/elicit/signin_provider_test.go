@@ -7,7 +7,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -18,21 +17,19 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/oauthex"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"github.com/zitadel/oidc/v3/pkg/client/rp"
-	"github.com/zitadel/oidc/v3/pkg/oidc"
-	"github.com/zitadel/oidc/v3/pkg/op"
 
+	"github.com/elicitd/elicitd/oauth"
 	"github.com/elicitd/elicitd/oauth/oauthtest"
 )
 
 // resourceServer is an MCP server that wants a sign-in with an oauthtest provider, made of
 // go-sdk's own parts: auth.RequireBearerToken in front of a Streamable HTTP handler, its
 // RFC 9728 metadata from auth.ProtectedResourceMetadataHandler, and the provider's access
-// tokens checked against its JWKS by zitadel's verifier. Its one tool, whoami, answers with
-// the subject the token names.
+// tokens checked by the project's own verifier (package oauth: signature against the
+// provider's JWKS, issuer, audience). Its one tool, whoami, answers with the subject the
+// token names.
 type resourceServer struct {
-	url      string       // the MCP endpoint
-	accepted atomic.Int64 // requests whose token was accepted
+	url string // the MCP endpoint
 }
 
 func startResourceServer(t *testing.T, p *oauthtest.Provider) *resourceServer {
@@ -42,21 +39,18 @@ func startResourceServer(t *testing.T, p *oauthtest.Provider) *resourceServer {
 	srv := httptest.NewServer(mux)
 	t.Cleanup(srv.Close)
 	rs.url = srv.URL + "/mcp"
-	metadataURL := srv.URL + "/.well-known/oauth-protected-resource/mcp"
-	mux.Handle("/.well-known/oauth-protected-resource/mcp", auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
+	metadataURL := oauth.MetadataURL(rs.url)
+	mux.Handle(oauth.MetadataPath(rs.url), auth.ProtectedResourceMetadataHandler(&oauthex.ProtectedResourceMetadata{
 		Resource: rs.url, AuthorizationServers: []string{p.Issuer}, ScopesSupported: []string{"elicitd"},
 	}))
-	verifier := op.NewAccessTokenVerifier(p.Issuer, rp.NewRemoteKeySet(http.DefaultClient, p.Issuer+"/keys"))
+	verifier, err := oauth.New(oauth.Config{Resource: rs.url, Issuers: []string{p.Issuer}})
+	require.NoError(t, err)
 	verify := func(ctx context.Context, token string, _ *http.Request) (*auth.TokenInfo, error) {
-		claims, err := op.VerifyAccessToken[*oidc.AccessTokenClaims](ctx, token, verifier)
+		claims, err := verifier.Verify(ctx, token)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %v", auth.ErrInvalidToken, err)
 		}
-		if !slices.Contains(claims.Audience, rs.url) {
-			return nil, fmt.Errorf("%w: for %v, not %s", auth.ErrInvalidToken, claims.Audience, rs.url)
-		}
-		rs.accepted.Add(1)
-		return &auth.TokenInfo{Scopes: claims.Scopes, Expiration: claims.Expiration.AsTime(), UserID: claims.Subject}, nil
+		return &auth.TokenInfo{Scopes: claims.Scopes, Expiration: claims.Expiry, UserID: claims.Subject}, nil
 	}
 	server := mcp.NewServer(&mcp.Implementation{Name: "resource", Version: "1"}, nil)
 	mcp.AddTool(server, &mcp.Tool{Name: "whoami"}, func(_ context.Context, req *mcp.CallToolRequest, _ struct{}) (*mcp.CallToolResult, any, error) {
@@ -78,22 +72,12 @@ type providerBrowser struct {
 
 func (b *providerBrowser) open(link string) error {
 	b.opened.Add(1)
-	q, err := b.p.Login(context.Background(), link, b.subject)
+	status, err := b.p.Browse(context.Background(), link, b.subject)
 	if err != nil {
 		return err
 	}
-	u, err := url.Parse(link)
-	if err != nil {
-		return err
-	}
-	redirect := u.Query().Get("redirect_uri")
-	resp, err := http.Get(redirect + "?" + q.Encode())
-	if err != nil {
-		return err
-	}
-	_ = resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return fmt.Errorf("the loopback redirect answered %s", resp.Status)
+	if status != http.StatusOK {
+		return fmt.Errorf("the loopback redirect answered %d %s", status, http.StatusText(status))
 	}
 	return nil
 }
@@ -172,7 +156,6 @@ func TestSignInWithAProvider(t *testing.T) {
 	for _, secret := range []string{kept.Token.AccessToken, kept.Token.RefreshToken, refreshed.Token.AccessToken} {
 		assert.NotContains(t, stderr.String(), secret, "a token is never shown")
 	}
-	assert.Positive(t, rs.accepted.Load())
 }
 
 // A provider that refuses, at the authorization request (its refusal sent back through the

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -199,7 +198,6 @@ func TestSignInNeedsTheServersMetadata(t *testing.T) {
 	err = far.Authorize(context.Background(), req, resp)
 	assert.EqualError(t, err, "http://mcp.example.com/mcp asks elicit to sign in (401 Unauthorized), but it is plain http to another machine, and elicit signs in only over https, or http to this machine")
 	assert.Empty(t, stderr.String())
-	assert.False(t, errors.Is(err, context.Canceled))
 }
 
 func TestParseSignInFlags(t *testing.T) {

@@ -113,11 +113,13 @@ func (s *signIns) save(r *signInRecord) error {
 	if err := os.MkdirAll(s.dir, 0o700); err != nil {
 		return fmt.Errorf("cannot keep the sign-in: %w", err)
 	}
-	f, err := os.CreateTemp(s.dir, ".sign-in-*") // mode 0600
+	f, err := os.CreateTemp(s.dir, ".sign-in-*") // mode 0600 less the umask
 	if err != nil {
 		return fmt.Errorf("cannot keep the sign-in: %w", err)
 	}
 	defer os.Remove(f.Name()) // after the rename, there is nothing left to remove
+	// 0600 whatever the umask: one that takes the owner's bits (0600, say) would otherwise
+	// leave a file the next run cannot read back.
 	if err := f.Chmod(0o600); err != nil {
 		_ = f.Close()
 		return fmt.Errorf("cannot keep the sign-in: %w", err)
