@@ -416,8 +416,8 @@ func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n in
 			c.standDown()
 		case err != nil:
 			c.el.log.Warn("a question's first round could not be recorded; its next step records it", "id", c.id, "error", err.Error())
-		case c.canSleep(pr):
-			c.sleep(pr, n)
+		default:
+			c.sleep(pr, n) // if the round was recorded asleep
 		}
 	}()
 }
@@ -559,7 +559,7 @@ func (c *call) sleepAgain() {
 	c.mu.Lock()
 	pr, n := c.asking, c.handed
 	c.mu.Unlock()
-	if pr.Elicitation != nil && c.canSleep(pr) {
+	if pr.Elicitation != nil {
 		c.sleep(pr, n)
 	}
 }

@@ -68,8 +68,10 @@ func (c *call) fellAsleep() bool {
 	return sleeping != nil
 }
 
-// sleep hibernates c after round n, asking pr, was handed out and recorded asleep; not if a
-// retry has claimed the round already, or the call has ended or moved meanwhile.
+// sleep hibernates c after round n, asking pr, was handed out and recorded asleep (the
+// record's Asleep, set by canSleep when the round was written: nothing else asks canSleep
+// again); not if a retry has claimed the round already, or the call has ended or moved
+// meanwhile.
 func (c *call) sleep(pr elicitation.Prompt, n int) {
 	el := c.el
 	c.wmu.Lock()

@@ -430,9 +430,7 @@ func (c *call) hand(ctx context.Context, pr elicitation.Prompt) result {
 		if err := c.recordHand(ctx, pr, n, r); err != nil {
 			return c.unrecorded(r, func(ctx context.Context) error { return c.recordHand(ctx, pr, n, r) }, false, err)
 		}
-		if c.canSleep(pr) {
-			c.sleep(pr, n)
-		}
+		c.sleep(pr, n) // if the round was recorded asleep
 	}
 	return r
 }
