@@ -108,6 +108,21 @@ func (el *Elicitor) findRemote(owner, id string) (store.Record, bool) {
 // staleReads is how many times findRemote reads before it gives up (about 0.5 s in all).
 const staleReads = 4
 
+// extendDue moves rec's question's due time d later, to DefaultMaxLifetime after created at
+// the most, and its Deadline the retention after that; false, changing nothing, if its due
+// time has passed (the question has ended).
+func (el *Elicitor) extendDue(rec *store.Record, created time.Time, d time.Duration) bool {
+	if !rec.Due.After(el.clk.Now()) {
+		return false
+	}
+	rec.Due = rec.Due.Add(d)
+	if limit := created.Add(elicitation.DefaultMaxLifetime); rec.Due.After(limit) {
+		rec.Due = limit
+	}
+	rec.Deadline = rec.Due.Add(el.retention())
+	return true
+}
+
 // manageRecord does op on the record of a question whose node is gone.
 func (el *Elicitor) manageRecord(ctx context.Context, rec store.Record, op forwarded) (any, error) {
 	next := rec
@@ -123,15 +138,9 @@ func (el *Elicitor) manageRecord(ctx context.Context, rec store.Record, op forwa
 		next, end = ended, &e
 		out = map[string]any{"id": op.ID, "state": "cancelled"}
 	case "extend":
-		limit := rec.Created.Add(elicitation.DefaultMaxLifetime)
-		if !rec.Due.After(el.clk.Now()) {
+		if !el.extendDue(&next, rec.Created, time.Duration(op.Seconds)*time.Second) {
 			return nil, Errorf(CodeNotFound, "finished", "question %q has already ended", op.ID)
 		}
-		next.Due = rec.Due.Add(time.Duration(op.Seconds) * time.Second)
-		if next.Due.After(limit) {
-			next.Due = limit
-		}
-		next.Deadline = next.Due.Add(el.retention())
 		out = map[string]any{"id": op.ID, "deadline": next.Due.UTC().Format(time.RFC3339)}
 	default:
 		return nil, Errorf(CodeFailed, "bad_op", "unknown operation %q", op.Op)

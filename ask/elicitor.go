@@ -429,7 +429,7 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		}
 	}
 	spec.Form = pl.form
-	if pl.own {
+	if pl.then != nil {
 		spec.Continue = pl.then
 	}
 	var stop func()

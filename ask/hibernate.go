@@ -295,14 +295,9 @@ func (s *sleeper) drop(o *elicitation.Outcome) {
 func (s *sleeper) Extend(d time.Duration) (time.Time, error) {
 	el := s.el
 	rec, err := s.change(func(rec store.Record) (store.Record, error) {
-		if !rec.Due.After(el.clk.Now()) {
+		if !el.extendDue(&rec, s.snap.Created, d) {
 			return rec, elicitation.ErrFinished
 		}
-		rec.Due = rec.Due.Add(d)
-		if limit := s.snap.Created.Add(elicitation.DefaultMaxLifetime); rec.Due.After(limit) {
-			rec.Due = limit
-		}
-		rec.Deadline = rec.Due.Add(el.retention())
 		return rec, nil
 	})
 	if err != nil {
@@ -327,17 +322,6 @@ func closedReason(state elicitation.State, reason elicitation.Reason) string {
 		return "timeout"
 	}
 	return reason.String()
-}
-
-// closing is the reason a closed record's question is ended with when it is replayed:
-// None for a timeout (its deadline has passed: it times out at once).
-func closing(rec store.Record) elicitation.Reason {
-	for r := elicitation.Reason(1); int(r) < elicitation.NumReasons; r++ {
-		if r.String() == rec.Reason {
-			return r
-		}
-	}
-	return elicitation.None
 }
 
 // endRecord is rec ended with state and reason by this node (the node that held it is gone), and
@@ -413,7 +397,8 @@ func (el *Elicitor) dropSleeper(owner, id, call string) bool {
 // question ends again as it did (closeReason; a timeout at once, its deadline past),
 // without being reported again; the handler's result is recorded and returned.
 func (el *Elicitor) closeOut(ctx context.Context, rec store.Record, st requestState, req *mcp.CallToolRequest, replayable bool, start handler) (result, error) {
-	state, reason := elicitation.Cancelled, closing(rec)
+	// None for a timeout ("timeout" names no reason): its deadline has passed, it times out.
+	state, reason := elicitation.Cancelled, parseReason(rec.Reason)
 	if reason == elicitation.None {
 		state = elicitation.TimedOut
 	}

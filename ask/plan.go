@@ -47,12 +47,11 @@ var (
 )
 
 // plan is how a question goes: its way, the form its first round asks, and what follows
-// each valid answer (nil: q.Then alone).
+// each valid answer: the rounds the form needs, then q.Then (nil: q.Then alone).
 type plan struct {
 	way  way
 	form elicitation.CompiledForm
 	then elicitation.Continuation
-	own  bool // then is the plan's (it asks the rounds the form needs), not q.Then
 }
 
 // planFor decides how q goes to the person behind c, whose client declares m; or says why it
@@ -74,18 +73,18 @@ func (el *Elicitor) planFor(c *call, q Question, m modes) (plan, *Error) {
 	case len(a.Page) == 0 && m.form:
 		p := plan{way: formWay, form: keepForm{q.Form}}
 		if q.Form.Conditional() {
-			p.then, p.own = rounds(q.Form, q.Message, q.Then, true), true
+			p.then = rounds(q.Form, q.Message, q.Then, true)
 		}
 		return p, nil
 	case el.pages != nil && m.url:
 		if a.Split != nil && m.form {
 			// The plain fields in form mode, then the rest on the page.
-			return plan{way: pageWay, form: keepForm{a.Split}, then: rounds(a.Split, q.Message, q.Then, true), own: true}, nil
+			return plan{way: pageWay, form: keepForm{a.Split}, then: rounds(a.Split, q.Message, q.Then, true)}, nil
 		}
 		// Every field on the page: those that need it, and all of them for a client without forms.
 		p := plan{way: pageWay, form: pageRound{keepForm{q.Form}}}
 		if q.Form.Conditional() {
-			p.then, p.own = rounds(q.Form, q.Message, q.Then, m.form), true
+			p.then = rounds(q.Form, q.Message, q.Then, m.form)
 		}
 		return p, nil
 	case len(a.Page) == 0:
@@ -118,7 +117,7 @@ func noForms(q Question, fields []Missing) *Error {
 // asked returns how a follow-up round of form is sent: on the page when it asks a field that
 // needs it, or when the client has no forms.
 func asked(form *validator.Compiled, forms bool) elicitation.CompiledForm {
-	if !forms || len(form.Asking().Page) > 0 {
+	if !forms || form.NeedsPage() {
 		return pageRound{keepForm{form}}
 	}
 	return keepForm{form}
