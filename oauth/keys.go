@@ -92,12 +92,11 @@ func (s *issuerState) lookup(kid string) []jose.JSONWebKey {
 	return out
 }
 
-// errTooSoon: a refresh was asked for within refreshEvery of the last attempt.
-var errTooSoon = errors.New("refreshed too recently")
-
 // refresh fetches the metadata (if not held) and the JWKS, unless another caller has done
 // so since seen (the lastTried the caller saw) or the last attempt was within
-// refreshEvery. Keys are replaced only by a successful fetch.
+// refreshEvery; either way it returns the last fetch's error (nil when it succeeded, so
+// a JWKS that answered without the key asked for is no outage). Keys are replaced only
+// by a successful fetch.
 func (s *issuerState) refresh(ctx context.Context, seen time.Time) error {
 	s.fetch.Lock()
 	defer s.fetch.Unlock()
@@ -109,10 +108,7 @@ func (s *issuerState) refresh(ctx context.Context, seen time.Time) error {
 	}
 	now := s.clock.Now()
 	if !last.IsZero() && now.Sub(last) < s.refreshEvery {
-		if lastErr != nil {
-			return lastErr
-		}
-		return errTooSoon
+		return lastErr // fetched too recently to ask again: what that fetch said stands
 	}
 	err := s.fetchAll(ctx, md)
 	s.mu.Lock()
