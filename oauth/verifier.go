@@ -273,8 +273,9 @@ func MetadataURL(resource string) string {
 	return u.Scheme + "://" + u.Host + MetadataPath(resource)
 }
 
-// loopback reports whether host is this machine only.
-func loopback(host string) bool {
+// LoopbackHost reports whether host (a name or an address, without port) is this machine
+// only. An empty host listens on every interface, which is not.
+func LoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

@@ -92,14 +92,8 @@ func (hc *httpConfig) checkOAuth() error {
 }
 
 // loopbackHost reports whether host (a name or an address, without port) is this machine
-// only. An empty host listens on every interface, which is not.
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
+// only: oauth's test, which also lets an issuer or --public-url be http on loopback.
+var loopbackHost = oauth.LoopbackHost
 
 // httpHandler serves s over Streamable HTTP: clients of 2025-11-25 and earlier get a session
 // (push elicitation over its stream), 2026-07-28 clients are served statelessly (pull
