@@ -207,7 +207,7 @@ func bearerAuth(hc httpConfig, log *slog.Logger, next http.Handler) http.Handler
 			}
 			http.Error(w, why, status)
 		}
-		if r.URL.Query().Has("access_token") {
+		if r.URL.RawQuery != "" && r.URL.Query().Has("access_token") { // parsed only when there is one
 			refuse(http.StatusUnauthorized, oauth.ErrorInvalidRequest, "a bearer token goes in the Authorization header, never in the URL")
 			return
 		}
