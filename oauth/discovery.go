@@ -82,7 +82,7 @@ func CheckServerURL(s string) error {
 	if err != nil || u.Host == "" || u.Fragment != "" || (u.Scheme != "https" && u.Scheme != "http") {
 		return fmt.Errorf("must be an absolute https:// URL, got %q", s)
 	}
-	if u.Scheme == "http" && !loopback(u.Hostname()) {
+	if u.Scheme == "http" && !LoopbackHost(u.Hostname()) {
 		return fmt.Errorf("must be https:// (http:// only on loopback, for development), got %q", s)
 	}
 	return nil

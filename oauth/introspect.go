@@ -116,11 +116,11 @@ func (v *Verifier) introspectAll(ctx context.Context, token string) (*Claims, er
 		c := &Claims{Issuer: iss, Subject: in.Sub, Scopes: strings.Fields(in.Scope)}
 		if in.Exp != 0 {
 			c.Expiry = time.Unix(in.Exp, 0)
-			if now.After(c.Expiry.Add(v.cfg.Leeway)) {
+			if now.After(c.Expiry.Add(DefaultLeeway)) {
 				return nil, invalid("expired at %s", c.Expiry.UTC().Format(time.RFC3339))
 			}
 		}
-		if in.Nbf != 0 && now.Add(v.cfg.Leeway).Before(time.Unix(in.Nbf, 0)) {
+		if in.Nbf != 0 && now.Add(DefaultLeeway).Before(time.Unix(in.Nbf, 0)) {
 			return nil, invalid("not valid yet")
 		}
 		return c, nil

@@ -19,14 +19,14 @@ import (
 // signing keys, both fetched on demand and kept.
 //
 // The cache policy: the metadata is fetched once (again, after a failure, at most once per
-// refreshEvery). The JWKS is fetched with the metadata, and again when a token names a key
-// id the set does not hold, at most once per refreshEvery; a failed fetch keeps the keys
-// held (an issuer that is down does not stop tokens signed with keys already known).
+// DefaultRefreshEvery). The JWKS is fetched with the metadata, and again when a token names
+// a key id the set does not hold, at most once per DefaultRefreshEvery; a failed fetch
+// keeps the keys held (an issuer that is down does not stop tokens signed with keys
+// already known).
 type issuerState struct {
-	issuer       string
-	client       *http.Client
-	clock        clock.Clock
-	refreshEvery time.Duration
+	issuer string
+	client *http.Client
+	clock  clock.Clock
 
 	fetch sync.Mutex // one fetch at a time; held across the network call
 
@@ -59,7 +59,7 @@ func (s *issuerState) metadata(ctx context.Context) (*ServerMetadata, error) {
 
 // key returns the keys that may have signed a token with key id kid: the one with that id,
 // or every key held for a token without one. An unknown kid triggers a refresh, unless one
-// was tried within refreshEvery.
+// was tried within DefaultRefreshEvery.
 func (s *issuerState) key(ctx context.Context, kid string) ([]jose.JSONWebKey, error) {
 	if k := s.lookup(kid); len(k) > 0 {
 		return k, nil
@@ -92,12 +92,11 @@ func (s *issuerState) lookup(kid string) []jose.JSONWebKey {
 	return out
 }
 
-// errTooSoon: a refresh was asked for within refreshEvery of the last attempt.
-var errTooSoon = errors.New("refreshed too recently")
-
 // refresh fetches the metadata (if not held) and the JWKS, unless another caller has done
 // so since seen (the lastTried the caller saw) or the last attempt was within
-// refreshEvery. Keys are replaced only by a successful fetch.
+// DefaultRefreshEvery; either way it returns the last fetch's error (nil when it
+// succeeded, so a JWKS that answered without the key asked for is no outage). Keys are
+// replaced only by a successful fetch.
 func (s *issuerState) refresh(ctx context.Context, seen time.Time) error {
 	s.fetch.Lock()
 	defer s.fetch.Unlock()
@@ -108,11 +107,8 @@ func (s *issuerState) refresh(ctx context.Context, seen time.Time) error {
 		return lastErr // someone fetched while this caller waited: use that
 	}
 	now := s.clock.Now()
-	if !last.IsZero() && now.Sub(last) < s.refreshEvery {
-		if lastErr != nil {
-			return lastErr
-		}
-		return errTooSoon
+	if !last.IsZero() && now.Sub(last) < DefaultRefreshEvery {
+		return lastErr // fetched too recently to ask again: what that fetch said stands
 	}
 	err := s.fetchAll(ctx, md)
 	s.mu.Lock()

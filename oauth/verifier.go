@@ -6,7 +6,7 @@
 //   - a JWT access token: its signature verifies with a key from its issuer's JWKS (under an
 //     asymmetric algorithm only: RS*, PS*, ES*, EdDSA; never "none", never an HMAC),
 //     its iss is one of the trusted issuers, its aud holds the resource (RFC 8707), it has
-//     exp and sub, and exp, nbf and iat hold with a leeway of Leeway;
+//     exp and sub, and exp, nbf and iat hold with a leeway of DefaultLeeway;
 //   - any other token: an issuer that offers RFC 7662 introspection, asked with the client
 //     credentials the Verifier was given, says it is active, for the resource and (when it
 //     says) not expired. An active answer is kept for IntrospectionCacheFor.
@@ -56,16 +56,12 @@ type Config struct {
 	HTTPClient *http.Client
 	// Clock tells the time; nil: the system's.
 	Clock clock.Clock
-	// Leeway is the clock skew allowed on exp, nbf and iat; 0: DefaultLeeway.
-	Leeway time.Duration
-	// RefreshEvery is the least time between two fetches of an issuer's keys; 0:
-	// DefaultRefreshEvery.
-	RefreshEvery time.Duration
 }
 
-// Defaults of Config.
 const (
-	DefaultLeeway       = 30 * time.Second
+	// DefaultLeeway is the clock skew allowed on exp, nbf and iat.
+	DefaultLeeway = 30 * time.Second
+	// DefaultRefreshEvery is the least time between two fetches of an issuer's keys.
 	DefaultRefreshEvery = 5 * time.Second
 )
 
@@ -116,12 +112,6 @@ func New(cfg Config) (*Verifier, error) {
 	if cfg.Clock == nil {
 		cfg.Clock = clock.New()
 	}
-	if cfg.Leeway == 0 {
-		cfg.Leeway = DefaultLeeway
-	}
-	if cfg.RefreshEvery == 0 {
-		cfg.RefreshEvery = DefaultRefreshEvery
-	}
 	answers, err := simplelru.NewLRU[[sha256.Size]byte, cachedAnswer](introspectionCacheSize, nil)
 	if err != nil {
 		return nil, err
@@ -131,7 +121,7 @@ func New(cfg Config) (*Verifier, error) {
 		if err := CheckServerURL(iss); err != nil {
 			return nil, fmt.Errorf("issuer: %w", err)
 		}
-		v.issuers[iss] = &issuerState{issuer: iss, client: cfg.HTTPClient, clock: cfg.Clock, refreshEvery: cfg.RefreshEvery}
+		v.issuers[iss] = &issuerState{issuer: iss, client: cfg.HTTPClient, clock: cfg.Clock}
 	}
 	return v, nil
 }
@@ -177,9 +167,6 @@ func (v *Verifier) verifyJWT(ctx context.Context, token string) (*Claims, error)
 	if err != nil {
 		return nil, invalid("not a JWT signed with an allowed algorithm (%s)", algorithmNames())
 	}
-	if len(tok.Headers) != 1 {
-		return nil, invalid("a JWT has one signature")
-	}
 	var unverified jwt.Claims
 	if err := tok.UnsafeClaimsWithoutVerification(&unverified); err != nil {
 		return nil, invalid("unreadable claims")
@@ -217,7 +204,7 @@ func (v *Verifier) verifyJWT(ctx context.Context, token string) (*Claims, error)
 	if std.Subject == "" {
 		return nil, invalid("no sub")
 	}
-	err = std.ValidateWithLeeway(jwt.Expected{Issuer: st.issuer, AnyAudience: jwt.Audience{v.cfg.Resource}, Time: v.cfg.Clock.Now()}, v.cfg.Leeway)
+	err = std.ValidateWithLeeway(jwt.Expected{Issuer: st.issuer, AnyAudience: jwt.Audience{v.cfg.Resource}, Time: v.cfg.Clock.Now()}, DefaultLeeway)
 	switch {
 	case errors.Is(err, jwt.ErrInvalidAudience):
 		return nil, invalid("its audience %q does not include %s (--public-url)", []string(std.Audience), v.cfg.Resource)
@@ -286,8 +273,9 @@ func MetadataURL(resource string) string {
 	return u.Scheme + "://" + u.Host + MetadataPath(resource)
 }
 
-// loopback reports whether host is this machine only.
-func loopback(host string) bool {
+// LoopbackHost reports whether host (a name or an address, without port) is this machine
+// only. An empty host listens on every interface, which is not.
+func LoopbackHost(host string) bool {
 	if strings.EqualFold(host, "localhost") {
 		return true
 	}

@@ -2,7 +2,12 @@ package oauth_test
 
 import (
 	"context"
+	"encoding/json"
+	"io"
 	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -74,6 +79,11 @@ func TestVerifyRefuses(t *testing.T) {
 		_, err := v.Verify(context.Background(), tok)
 		assert.NoError(t, err, name)
 	}
+	// One character of the payload changed (in "aud", its first claim: never an x), the
+	// header left whole, so that the kid is found and the signature is what fails.
+	tampered := p.Token(good)
+	at := strings.Index(tampered, ".") + 5
+	tampered = tampered[:at] + "x" + tampered[at+1:]
 	for _, c := range []struct{ name, token, says string }{
 		{"expired", p.Token(with(func(c *oauthtest.Claims) {
 			c.IssuedAt, c.NotBefore, c.Expiry = now.Add(-time.Hour), now.Add(-time.Hour), now.Add(-time.Minute)
@@ -89,7 +99,7 @@ func TestVerifyRefuses(t *testing.T) {
 		{"unknown kid", p.TokenUnknownKID(good), "no key"},
 		{"a key not in the JWKS", p.TokenForeignKey(good), "signature does not verify"},
 		{"not a token", "not-a-token", "introspect"},
-		{"a tampered payload", p.Token(good)[:40] + "x" + p.Token(good)[41:], ""},
+		{"a tampered payload", tampered, "signature does not verify"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			_, err := v.Verify(context.Background(), c.token)
@@ -144,6 +154,47 @@ func TestNoKeysAtAllIsUnavailable(t *testing.T) {
 	_, err := v.Verify(context.Background(), p.Token(oauthtest.Claims{Subject: "alice", Audience: []string{resource}}))
 	require.ErrorIs(t, err, oauth.ErrUnavailable)
 	assert.NotErrorIs(t, err, oauth.ErrInvalidToken)
+}
+
+// keylessIssuer serves, at the server's own URL, an issuer's metadata and a JWKS that holds
+// no key the verifier may use (an HMAC secret only); keyRequests counts the JWKS's requests.
+func keylessIssuer(t *testing.T) (issuer string, keyRequests *atomic.Int64) {
+	t.Helper()
+	keyRequests = new(atomic.Int64)
+	mux := http.NewServeMux()
+	srv := httptest.NewServer(mux)
+	t.Cleanup(srv.Close)
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]string{"issuer": srv.URL, "jwks_uri": srv.URL + "/certs"})
+	})
+	mux.HandleFunc("GET /certs", func(w http.ResponseWriter, _ *http.Request) {
+		keyRequests.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = io.WriteString(w, `{"keys": [{"kty": "oct", "kid": "hmac", "k": "c2VjcmV0LXNlY3JldC1zZWNyZXQ"}]}`)
+	})
+	return srv.URL, keyRequests
+}
+
+// An issuer whose JWKS answers but holds no usable key refuses an unknown kid as an
+// invalid token, asked again within the refresh interval too: its keys were fetched, so
+// the issuer is not unavailable (a 503 would have the client retry a token that cannot pass).
+func TestAnIssuerWithNoUsableKeyRefusesTheTokenEveryTime(t *testing.T) {
+	p := oauthtest.Start(t)
+	issuer, keyRequests := keylessIssuer(t)
+	mock := clock.NewMock()
+	mock.Set(time.Now())
+	v, err := oauth.New(oauth.Config{Resource: resource, Issuers: []string{issuer}, HTTPClient: &http.Client{}, Clock: mock})
+	require.NoError(t, err)
+	tok := p.TokenUnknownKID(oauthtest.Claims{Issuer: issuer, Subject: "alice", Audience: []string{resource}})
+
+	_, first := v.Verify(context.Background(), tok)
+	require.ErrorIs(t, first, oauth.ErrInvalidToken)
+	_, again := v.Verify(context.Background(), tok)
+	require.ErrorIs(t, again, oauth.ErrInvalidToken, "asked again within the refresh interval")
+	assert.NotErrorIs(t, again, oauth.ErrUnavailable)
+	assert.Equal(t, first.Error(), again.Error())
+	assert.EqualValues(t, 1, keyRequests.Load(), "the JWKS was asked once")
 }
 
 func TestOpaqueTokensAreIntrospected(t *testing.T) {

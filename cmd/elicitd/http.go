@@ -92,14 +92,8 @@ func (hc *httpConfig) checkOAuth() error {
 }
 
 // loopbackHost reports whether host (a name or an address, without port) is this machine
-// only. An empty host listens on every interface, which is not.
-func loopbackHost(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(strings.Trim(host, "[]"))
-	return ip != nil && ip.IsLoopback()
-}
+// only: oauth's test, which also lets an issuer or --public-url be http on loopback.
+var loopbackHost = oauth.LoopbackHost
 
 // httpHandler serves s over Streamable HTTP: clients of 2025-11-25 and earlier get a session
 // (push elicitation over its stream), 2026-07-28 clients are served statelessly (pull
@@ -213,7 +207,7 @@ func bearerAuth(hc httpConfig, log *slog.Logger, next http.Handler) http.Handler
 			}
 			http.Error(w, why, status)
 		}
-		if r.URL.Query().Has("access_token") {
+		if r.URL.RawQuery != "" && r.URL.Query().Has("access_token") { // parsed only when there is one
 			refuse(http.StatusUnauthorized, oauth.ErrorInvalidRequest, "a bearer token goes in the Authorization header, never in the URL")
 			return
 		}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -267,7 +268,7 @@ func TestOAuthPeopleAreIsolated(t *testing.T) {
 	require.True(t, first.NeedsInput(), "alice's question is open")
 	mine, _ := callTool(t, aliceOnA.ClientSession, "list_elicitations", map[string]any{})
 	require.Len(t, mine["elicitations"], 1, "%v", mine)
-	id := mine["elicitations"].([]any)[0].(map[string]any)["id"].(string)
+	id := listedID(mine)
 
 	aliceOnB := signIn(t, p, b, "alice", "", true, nil)
 	onB, _ := callTool(t, aliceOnB.ClientSession, "list_elicitations", map[string]any{})
@@ -289,17 +290,14 @@ func TestOAuthPeopleAreIsolated(t *testing.T) {
 			out, isErr = callTool(t, other, "extend_elicitation", map[string]any{"id": id, "seconds": 60})
 			assert.True(t, isErr)
 			assert.Equal(t, "NOT_FOUND", out["code"], "cannot extend it")
-			res, err := other.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: first.RequestState,
-				InputResponses: mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Eve", "age": 30}}}})
-			require.NoError(t, err)
-			out = structured(t, res)
+			out = structured(t, roundVia(t, other, first.RequestState, 1, map[string]any{"name": "Eve", "age": 30}))
 			assert.Equal(t, "INVALID_REQUEST_STATE", out["code"], "cannot answer it with her requestState: %v", out)
 			assert.Equal(t, "foreign", out["reason"], "%v", out)
 		})
 	}
 	mine, _ = callTool(t, aliceOnB.ClientSession, "list_elicitations", map[string]any{})
 	require.Len(t, mine["elicitations"], 1, "alice's question is still open: %v", mine)
-	done := structured(t, round2(t, aliceOnB, first.RequestState, map[string]any{"name": "Ada", "age": 36}))
+	done := structured(t, roundVia(t, aliceOnB.ClientSession, first.RequestState, 1, map[string]any{"name": "Ada", "age": 36}))
 	assert.Equal(t, "completed", done["status"], "alice answers it on the other node: %v", done)
 
 	t.Run("push era, one node", func(t *testing.T) {
@@ -315,7 +313,7 @@ func TestOAuthPeopleAreIsolated(t *testing.T) {
 		<-asked
 		mine, _ := callTool(t, alice.ClientSession, "list_elicitations", map[string]any{})
 		require.Len(t, mine["elicitations"], 1, "%v", mine)
-		id := mine["elicitations"].([]any)[0].(map[string]any)["id"].(string)
+		id := listedID(mine)
 		theirs, _ := callTool(t, bob.ClientSession, "list_elicitations", map[string]any{})
 		assert.Empty(t, theirs["elicitations"])
 		out, isErr := callTool(t, bob.ClientSession, "cancel_elicitation", map[string]any{"id": id})
@@ -342,13 +340,19 @@ func TestOAuthPeopleAreIsolated(t *testing.T) {
 	})
 }
 
-// round2 answers round 1 of alice's ask_user with ageArgs, through her own session.
-func round2(t *testing.T, c *signedIn, state string, content map[string]any) *mcp.CallToolResult {
+// roundVia is round (store_e2e_test.go) through the session cs, whose caller is the one
+// answering, rather than a new client without a token.
+func roundVia(t *testing.T, cs *mcp.ClientSession, state string, n int, content map[string]any) *mcp.CallToolResult {
 	t.Helper()
-	res, err := c.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: state,
-		InputResponses: mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: content}}})
+	res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: state,
+		InputResponses: mcp.InputResponseMap{fmt.Sprintf("elicit-%d", n): &mcp.ElicitResult{Action: "accept", Content: content}}})
 	require.NoError(t, err)
 	return res
+}
+
+// listedID is the id of the first question a list_elicitations result lists.
+func listedID(listed map[string]any) string {
+	return listed["elicitations"].([]any)[0].(map[string]any)["id"].(string)
 }
 
 func TestOAuthBadSettingsExitTwo(t *testing.T) {
@@ -401,7 +405,7 @@ func TestOAuthTwoIssuersTwoPeople(t *testing.T) {
 	require.True(t, first.NeedsInput())
 	mine, _ := callTool(t, at1, "list_elicitations", map[string]any{})
 	require.Len(t, mine["elicitations"], 1, "%v", mine)
-	id := mine["elicitations"].([]any)[0].(map[string]any)["id"].(string)
+	id := listedID(mine)
 
 	at2 := pullByHand(t, s, nil, bearer{token(p2)})
 	theirs, isErr := callTool(t, at2, "list_elicitations", map[string]any{})

@@ -57,19 +57,14 @@ func (p *Provider) payload(c Claims) map[string]any {
 // Token signs c with the provider's current key (RS256, its kid in the header), as the
 // provider signs the tokens it issues.
 func (p *Provider) Token(c Claims) string {
-	p.store.mu.Lock()
-	k := p.store.keys[len(p.store.keys)-1]
-	p.store.mu.Unlock()
-	return sign(k.key.(*rsa.PrivateKey), k.id, p.payload(c))
+	k := p.store.current()
+	return sign(k.key, k.id, p.payload(c))
 }
 
 // TokenForeignKey signs c with a key the provider never published, under the kid of the
 // provider's current key: a valid signature from the wrong key.
 func (p *Provider) TokenForeignKey(c Claims) string {
-	p.store.mu.Lock()
-	kid := p.store.keys[len(p.store.keys)-1].id
-	p.store.mu.Unlock()
-	return sign(p.stranger(), kid, p.payload(c))
+	return sign(p.stranger(), p.store.current().id, p.payload(c))
 }
 
 // TokenUnknownKID signs c with a key that is in no JWKS, under a kid the provider never
@@ -87,10 +82,8 @@ func (p *Provider) TokenAlgNone(c Claims) string {
 // public key (PEM, as a verifier that takes "the key" for any algorithm would read it),
 // under the provider's kid: the algorithm-confusion attack.
 func (p *Provider) TokenHS256WithPublicKey(c Claims) string {
-	p.store.mu.Lock()
-	k := p.store.keys[len(p.store.keys)-1]
-	p.store.mu.Unlock()
-	der, err := x509.MarshalPKIXPublicKey(k.pub)
+	k := p.store.current()
+	der, err := x509.MarshalPKIXPublicKey(&k.key.PublicKey)
 	if err != nil {
 		panic(err)
 	}
@@ -109,7 +102,7 @@ func (p *Provider) stranger() *rsa.PrivateKey {
 		if err != nil {
 			panic(err)
 		}
-		p.strangerKey = k.key.(*rsa.PrivateKey)
+		p.strangerKey = k.key
 	})
 	return p.strangerKey
 }

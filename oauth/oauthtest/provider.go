@@ -99,24 +99,16 @@ func Start(t testing.TB) *Provider {
 // New starts a provider on a loopback port, for use outside a test's life (an Example, a
 // TestMain); the caller closes it.
 func New() (*Provider, error) {
-	p := &Provider{}
-	var handler http.Handler = http.NotFoundHandler()
-	var ready atomic.Bool
-	p.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if !ready.Load() {
-			http.Error(w, "starting", http.StatusServiceUnavailable)
-			return
-		}
-		handler.ServeHTTP(w, r)
-	}))
-	p.Issuer = p.srv.URL
 	key, err := newKey()
 	if err != nil {
-		p.srv.Close()
 		return nil, err
 	}
+	// The issuer is the listener's address, known before the op is made; nothing is served
+	// until the routes are all in place (Start).
+	mux := http.NewServeMux()
+	p := &Provider{srv: httptest.NewUnstartedServer(mux)}
+	p.Issuer = "http://" + p.srv.Listener.Addr().String()
 	p.store = &storage{
-		issuer: p.Issuer, accessLifetime: AccessTokenLifetime,
 		clients: map[string]*client{}, requests: map[string]*authRequest{}, codes: map[string]string{},
 		access: map[string]*grant{}, refresh: map[string]*grant{}, keys: []*signingKey{key},
 	}
@@ -135,7 +127,6 @@ func New() (*Provider, error) {
 		p.srv.Close()
 		return nil, err
 	}
-	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", p.discovery)
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server", p.discovery)
 	mux.HandleFunc("POST /register", p.register)
@@ -160,8 +151,7 @@ func New() (*Provider, error) {
 		p.op.ServeHTTP(w, r)
 	})
 	mux.Handle("/", p.op)
-	handler = mux
-	ready.Store(true)
+	p.srv.Start()
 	return p, nil
 }
 
@@ -170,7 +160,7 @@ func newKey() (*signingKey, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &signingKey{id: "key-" + rand.Text()[:8], key: k, pub: &k.PublicKey}, nil
+	return &signingKey{id: "key-" + rand.Text()[:8], key: k}, nil
 }
 
 // Close stops the provider. Start calls it when the test ends.
@@ -239,7 +229,7 @@ type ClientOptions struct {
 // RegisterClient pre-registers a client and returns its id and, for a confidential one, its
 // secret.
 func (p *Provider) RegisterClient(o ClientOptions) (id, secret string) {
-	c := &client{id: "client-" + rand.Text()[:10], redirects: o.RedirectURIs, opaque: o.Opaque, loginURL: p.Issuer + "/login"}
+	c := &client{id: "client-" + rand.Text()[:10], redirects: o.RedirectURIs, opaque: o.Opaque}
 	if o.Confidential {
 		c.secret = rand.Text()
 	}

@@ -3,6 +3,7 @@ package oauthtest
 import (
 	"context"
 	"crypto/rand"
+	"crypto/rsa"
 	"errors"
 	"fmt"
 	"slices"
@@ -18,9 +19,6 @@ import (
 // storage is the provider's memory: clients, authorization requests, tokens and keys, behind
 // one mutex (the op package serves requests on many goroutines). It implements op.Storage.
 type storage struct {
-	issuer         string        // for the clients' login URL
-	accessLifetime time.Duration // of every access token
-
 	mu       sync.Mutex
 	clients  map[string]*client
 	requests map[string]*authRequest // by id
@@ -42,7 +40,6 @@ type client struct {
 	id, secret string
 	redirects  []string
 	opaque     bool // access tokens are opaque (introspect them) instead of JWTs
-	loginURL   string
 }
 
 var _ op.Client = (*client)(nil)
@@ -65,7 +62,9 @@ func (c *client) ResponseTypes() []oidc.ResponseType {
 func (c *client) GrantTypes() []oidc.GrantType {
 	return []oidc.GrantType{oidc.GrantTypeCode, oidc.GrantTypeRefreshToken, oidc.GrantTypeClientCredentials}
 }
-func (c *client) LoginURL(id string) string { return c.loginURL + "?id=" + id }
+
+// LoginURL is the provider's own /login (Provider.login), on the issuer's host.
+func (c *client) LoginURL(id string) string { return "/login?id=" + id }
 func (c *client) AccessTokenType() op.AccessTokenType {
 	if c.opaque {
 		return op.AccessTokenTypeBearer
@@ -137,8 +136,7 @@ func (g *grant) SetCurrentScopes(s []string) { g.scopes = s }
 // signingKey is one RSA key pair, published in the JWKS under its id.
 type signingKey struct {
 	id  string
-	key any // *rsa.PrivateKey
-	pub any // *rsa.PublicKey
+	key *rsa.PrivateKey
 }
 
 func (k *signingKey) SignatureAlgorithm() jose.SignatureAlgorithm { return jose.RS256 }
@@ -149,7 +147,7 @@ func (k *signingKey) ID() string                                  { return k.id 
 // publicKey is the public half of a signingKey, as op.Key wants it.
 type publicKey struct{ *signingKey }
 
-func (k publicKey) Key() any { return k.pub }
+func (k publicKey) Key() any { return &k.key.PublicKey }
 
 // Key is the private key (op.SigningKey's meaning).
 func (k *signingKey) Key() any { return k.key }
@@ -232,7 +230,7 @@ func (s *storage) approve(id string) error {
 // newGrant records an access token for req and returns it.
 func (s *storage) newGrant(req op.TokenRequest) *grant {
 	g := &grant{id: newID(), subject: req.GetSubject(), scopes: req.GetScopes(), audience: req.GetAudience(),
-		expiry: time.Now().Add(s.accessLifetime), authTime: time.Now()}
+		expiry: time.Now().Add(AccessTokenLifetime), authTime: time.Now()}
 	switch r := req.(type) {
 	case op.AuthRequest:
 		g.clientID, g.authTime = r.GetClientID(), r.GetAuthTime()
@@ -296,10 +294,15 @@ func (s *storage) GetRefreshTokenInfo(_ context.Context, _ string, token string)
 	return "", "", op.ErrInvalidRefreshToken
 }
 
-func (s *storage) SigningKey(context.Context) (op.SigningKey, error) {
+// current is the key that signs now: the last one added.
+func (s *storage) current() *signingKey {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.keys[len(s.keys)-1], nil
+	return s.keys[len(s.keys)-1]
+}
+
+func (s *storage) SigningKey(context.Context) (op.SigningKey, error) {
+	return s.current(), nil
 }
 
 func (s *storage) SignatureAlgorithms(context.Context) ([]jose.SignatureAlgorithm, error) {
