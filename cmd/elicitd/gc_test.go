@@ -61,9 +61,26 @@ func TestKeepHeadroomSetsTheTargetAfterACollection(t *testing.T) {
 		t.Fatal("no target was set after a collection")
 	}
 	stop()
+
+	// A keeper stopped before any collection sets nothing after one: its cleanup, queued
+	// by the first collection, runs before the test's own, queued by the second.
 	debug.SetGCPercent(100)
+	stop = keepHeadroom(100, 1<<40, func(p int) { set <- p })
+	stop()
 	runtime.GC()
+	ran := make(chan struct{})
+	runtime.AddCleanup(&struct{ _ *byte }{}, func(struct{}) { close(ran) }, struct{}{})
 	runtime.GC()
+	select {
+	case <-ran:
+	case <-time.After(failsafe):
+		t.Fatal("the test's cleanup did not run")
+	}
+	select {
+	case p := <-set:
+		t.Fatalf("a stopped keeper set the target to %d", p)
+	default:
+	}
 	assert.Equal(t, 100, debug.SetGCPercent(100), "stopped: the target stays as set")
 }
 
