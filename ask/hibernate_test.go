@@ -143,7 +143,7 @@ func TestExtendAndCancelReachAHibernatingQuestion(t *testing.T) {
 	assert.Equal(t, ask.CodeCancelled, p["code"], "%v", p)
 	assert.Equal(t, 0, a.el.Registry().Len())
 	clk.Add(2 * time.Minute) // past the extended deadline
-	assert.Len(t, heard.get(), 1, "the stopped timer reports nothing more")
+	assert.Len(t, heard.get(), 1, "the cancelled question is not reported again at its old deadline")
 	again := a.manage(t, "cancel_elicitation", map[string]any{"id": id})
 	assert.Equal(t, ask.CodeNotFound, again["code"])
 }

@@ -22,7 +22,7 @@ const replayRounds = 20
 // BenchmarkReplay measures what hibernation costs a long call: a tool that asks
 // replayRounds questions in a row, each answered at once, on one node with the memory
 // store. Hibernating, the call's handler is run again at every round, each earlier round
-// answered from the record (1 + 2 + ... + 19 replayed answers in all); awake
+// answered from the record, the one its retry answers too (1 + 2 + ... + 20 = 210 replayed answers in all); awake
 // (Options.KeepAwake), it runs once. One op is one whole call: its first request and its
 // replayRounds retries. us/round is the mean time of one retry; replayed/op counts the
 // rounds answered from the record.

@@ -299,6 +299,9 @@ const (
 // list_elicitations (100 questions), owner after owner: ns/op is its latency; besides,
 // list-p50 and list-p99 are its percentiles in µs, and store-list-p50 and store-list-p99
 // those of store.List for one owner alone. fill-s is the time the 100,000 first calls took.
+// rss-B/question is the process's resident memory per question, measured after
+// debug.FreeOSMemory. Sub-benchmark embedded-awake is the embedded store with
+// Options.KeepAwake: each question's call kept awake, as before hibernation, to compare.
 func BenchmarkLiveQuestions(b *testing.B) {
 	b.Run("nil", func(b *testing.B) { benchLive(b, nil, nil) })
 	b.Run("memory", func(b *testing.B) {

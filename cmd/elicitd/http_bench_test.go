@@ -77,7 +77,7 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 // and what its batches measured.
 type httpRun struct {
 	*implRun
-	asked *atomic.Int64 // elicitations the client has answered, warm-up included
+	asked *atomic.Int64 // elicitations the client has answered since the warm-up
 }
 
 // startHTTPRun starts server, connects one client session speaking version to it, and warms

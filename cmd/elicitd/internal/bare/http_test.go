@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -46,7 +45,7 @@ func TestHandlerAsksInBothEras(t *testing.T) {
 			require.NoError(t, err)
 			require.False(t, res.IsError, "%+v", res.Content)
 			require.Len(t, res.Content, 1)
-			assert.True(t, strings.Contains(res.Content[0].(*mcp.TextContent).Text, `"email":"ada@example.com"`), "%+v", res.Content[0])
+			assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, `"email":"ada@example.com"`)
 			assert.Equal(t, 1, asked)
 		})
 	}
