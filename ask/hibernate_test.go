@@ -198,13 +198,20 @@ func TestAWakeOnTheSameNodeReadsNothing(t *testing.T) {
 // are heard.
 func heardCluster(t *testing.T) (*clock.Mock, *memory.Store, *byKey, []*clusterNode) {
 	t.Helper()
+	var mem *memory.Store
+	clk, heard, nodes := heardClusterOn(t, func(m *memory.Store) store.Store { mem = m; return m })
+	return clk, mem, heard, nodes
+}
+
+// heardClusterOn is heardCluster on the store wrap makes of its memory store.
+func heardClusterOn(t *testing.T, wrap func(*memory.Store) store.Store) (*clock.Mock, *byKey, []*clusterNode) {
+	t.Helper()
 	heard := &byKey{}
 	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
 	t.Cleanup(func() { nodeOptions = nil })
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	mem := memory.New(memory.Options{Clock: clk})
-	return clk, mem, heard, newClusterOn(t, clk, 2, mem, &memory.Relay{})
+	return clk, heard, newClusterOn(t, clk, 2, wrap(memory.New(memory.Options{Clock: clk})), &memory.Relay{})
 }
 
 // Every write a hibernating question makes carries its record's deadline (natsstore turns it
@@ -253,13 +260,8 @@ func (u *updatesDown) Update(ctx context.Context, r store.Record) (uint64, error
 // the write that makes its result: the retry hears STORE_UNAVAILABLE (send again), and the
 // node goes on; once the store is back, the same retry gets the timeout.
 func TestAClosedQuestionsRetryOutlivesAFailedWrite(t *testing.T) {
-	heard := &byKey{}
-	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
-	t.Cleanup(func() { nodeOptions = nil })
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	s := &updatesDown{Store: memory.New(memory.Options{Clock: clk})}
-	nodes := newClusterOn(t, clk, 2, s, &memory.Relay{})
+	s := &updatesDown{}
+	clk, heard, nodes := heardClusterOn(t, func(m *memory.Store) store.Store { s.Store = m; return s })
 	first := nodes[0].call(t, "", 0, nil)
 	clk.Add(time.Minute)
 	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "the end is reported at the deadline")

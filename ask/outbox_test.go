@@ -172,12 +172,7 @@ func TestAnEndCarriedByTheNextQuestionsRound(t *testing.T) {
 // that node reports the end, under the key the gone node would have used, and a node
 // serving the cancellation to the client's retry reports that same end again.
 func TestACancelOnTheRecordOfAGoneNodeIsReported(t *testing.T) {
-	heard := &byKey{}
-	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add }
-	t.Cleanup(func() { nodeOptions = nil })
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 26, 10, 0, 0, 0, time.UTC))
-	nodes := newClusterOn(t, clk, 2, memory.New(memory.Options{Clock: clk}), &memory.Relay{})
+	_, _, heard, nodes := heardCluster(t)
 	a, b := nodes[0], nodes[1]
 	first := a.call(t, "", 0, nil)
 	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown)) // the question stays open, on its record
