@@ -18,8 +18,9 @@
 //     sequence" answer (API error 10071, or 10164 on a replicated bucket) is a conflict.
 //   - Delete purges the key, compare-and-set on its revision, leaving a purge marker that
 //     itself expires after Options.MarkerTTL.
-//   - List reads one owner's keys by subject filter (q.<owner digest>.*), through a
-//     short-lived consumer delivering the last message of each key, deleted at once.
+//   - List reads one owner's keys by subject filter (q.<owner digest>.*) from the stream
+//     leader (JetStream's message get API, one request per key): it lists every record
+//     whose write was acknowledged, through any server. All reads every key that way.
 //   - There is no watch per question: nothing here watches at all.
 //
 // Reads (Get, and the checks after a failed compare-and-set) may be served by a follower
@@ -415,38 +416,62 @@ func (s *Store) getLatest(ctx context.Context, owner, id string) (store.Record, 
 	if s.o.Replicas <= 1 {
 		return s.get(ctx, owner, id)
 	}
-	// JetStream's message get API (not its direct get): only the stream leader answers it.
-	req, _ := json.Marshal(map[string]string{"last_by_subj": s.pre + store.Key(owner, id)})
-	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.stream, req)
+	m, err := s.leaderGet(ctx, map[string]any{"last_by_subj": s.pre + store.Key(owner, id)})
+	switch {
+	case errors.Is(err, errNoMessage):
+		return store.Record{}, fmt.Errorf("%w: %s", store.ErrNotFound, id)
+	case err != nil:
+		return store.Record{}, fmt.Errorf("store: get %s: %w", id, err)
+	case m.marker():
+		return store.Record{}, fmt.Errorf("%w: %s", store.ErrNotFound, id)
+	}
+	return s.decode(owner, id, m.Data, m.Seq)
+}
+
+// storedMsg is a message of the records' stream as JetStream's message get API returns it.
+type storedMsg struct {
+	Seq  uint64 `json:"seq"`
+	Hdrs []byte `json:"hdrs"`
+	Data []byte `json:"data"`
+}
+
+// marker reports whether m is a delete, purge or expiry marker: its record is gone.
+func (m *storedMsg) marker() bool {
+	if len(m.Hdrs) == 0 {
+		return false
+	}
+	h, err := nats.DecodeHeadersMsg(m.Hdrs)
+	return err == nil && isMarker(h)
+}
+
+// errNoMessage is the message get API's "no message found".
+var errNoMessage = errors.New("no message found")
+
+// leaderGet asks JetStream's message get API (not its direct get, which any replica
+// answers) for one message of the records' stream: only the stream leader answers it, and
+// the leader has applied every write it acknowledged.
+func (s *Store) leaderGet(ctx context.Context, req map[string]any) (*storedMsg, error) {
+	body, _ := json.Marshal(req)
+	msg, err := s.nc.RequestWithContext(ctx, "$JS.API.STREAM.MSG.GET."+s.stream, body)
 	if err != nil {
-		return store.Record{}, fmt.Errorf("store: get %s: %w", id, classify(err))
+		return nil, classify(err)
 	}
 	var resp struct {
-		Message *struct {
-			Seq  uint64 `json:"seq"`
-			Hdrs []byte `json:"hdrs"`
-			Data []byte `json:"data"`
-		} `json:"message"`
-		Error *jetstream.APIError `json:"error"`
+		Message *storedMsg          `json:"message"`
+		Error   *jetstream.APIError `json:"error"`
 	}
 	if err := json.Unmarshal(msg.Data, &resp); err != nil {
-		return store.Record{}, fmt.Errorf("store: get %s: the answer does not decode: %w", id, err)
+		return nil, fmt.Errorf("the answer does not decode: %w", err)
 	}
 	switch {
 	case resp.Error != nil && resp.Error.ErrorCode == jetstream.JSErrCodeMessageNotFound:
-		return store.Record{}, fmt.Errorf("%w: %s", store.ErrNotFound, id)
+		return nil, errNoMessage
 	case resp.Error != nil:
-		return store.Record{}, fmt.Errorf("store: get %s: %w", id, classify(resp.Error))
+		return nil, classify(resp.Error)
 	case resp.Message == nil:
-		return store.Record{}, fmt.Errorf("store: get %s: %w", id, classify(jetstream.ErrInvalidJetStreamResponse))
+		return nil, classify(jetstream.ErrInvalidJetStreamResponse)
 	}
-	if len(resp.Message.Hdrs) > 0 {
-		// A delete, purge or expiry marker: the record is gone.
-		if h, err := nats.DecodeHeadersMsg(resp.Message.Hdrs); err == nil && (h.Get("KV-Operation") != "" || h.Get(jetstream.MarkerReasonHeader) != "") {
-			return store.Record{}, fmt.Errorf("%w: %s", store.ErrNotFound, id)
-		}
-	}
-	return s.decode(owner, id, resp.Message.Data, resp.Message.Seq)
+	return resp.Message, nil
 }
 
 // get reads owner's record id: ErrNotFound if it is not there, or past its deadline.
@@ -535,80 +560,52 @@ func (s *Store) Delete(ctx context.Context, owner, id string, rev uint64) error 
 	return nil
 }
 
-// listBatch is how many records List fetches per request.
-const listBatch = 256
-
 func (s *Store) List(ctx context.Context, owner string) ([]store.Record, error) {
 	return s.list(ctx, &owner)
 }
 
 var _ store.Scanner = (*Store)(nil)
 
-// All returns every live record, of every owner: one pass over the bucket's last values.
+// All returns every live record, of every owner: one pass over the bucket's keys.
 func (s *Store) All(ctx context.Context) ([]store.Record, error) { return s.list(ctx, nil) }
 
-// list returns owner's live records; with owner nil, everyone's.
+// list returns owner's live records; with owner nil, everyone's. It walks the bucket's
+// keys (the stream keeps one message per key) in stream order through the leader's
+// message get API, one request per record: a consumer, or a direct get, may be answered
+// by a replica that has not applied the latest acknowledged writes, and such a list left
+// out a question just created through another server.
 func (s *Store) list(ctx context.Context, owner *string) ([]store.Record, error) {
 	filter := s.pre + "q.*.*"
 	if owner != nil {
 		filter = s.pre + store.OwnerPrefix(*owner) + "*"
 	}
-	ctx, cancel, err := s.begin(ctx)
-	if err != nil {
-		return nil, err
-	}
-	defer cancel()
-	cons, err := s.js.CreateConsumer(ctx, s.stream, jetstream.ConsumerConfig{
-		Description:       "elicitd list",
-		FilterSubject:     filter,
-		DeliverPolicy:     jetstream.DeliverLastPerSubjectPolicy,
-		AckPolicy:         jetstream.AckNonePolicy,
-		MemoryStorage:     true,
-		Replicas:          1,
-		InactiveThreshold: time.Minute, // in case the delete below does not reach the server
-	})
-	if err != nil {
-		return nil, fmt.Errorf("store: list: %w", classify(err))
-	}
-	info := cons.CachedInfo()
-	defer func() {
-		dctx, dcancel := context.WithTimeout(context.Background(), s.o.OpTimeout)
-		defer dcancel()
-		_ = s.js.DeleteConsumer(dctx, s.stream, info.Name)
-	}()
-	pending := int(info.NumPending)
 	now := s.o.Clock.Now()
-	out := make([]store.Record, 0, pending)
-	for got := 0; got < pending; {
-		batch, err := cons.Fetch(min(pending-got, listBatch), jetstream.FetchContext(ctx))
+	var out []store.Record
+	for seq := uint64(1); ; {
+		// Each request is bounded on its own: a long walk is not cut short by one bound.
+		rctx, cancel, err := s.begin(ctx)
 		if err != nil {
-			return nil, fmt.Errorf("store: list: %w", classify(err))
+			return nil, err
 		}
-		n := 0
-		for m := range batch.Messages() {
-			n++
-			if isMarker(m.Headers()) {
-				continue
-			}
-			meta, err := m.Metadata()
-			if err != nil {
-				return nil, fmt.Errorf("store: list: %w", err)
-			}
-			r, err := store.Decode(m.Data(), meta.Sequence.Stream)
-			if err != nil {
-				return nil, err
-			}
-			if (owner == nil || r.Owner == *owner) && r.Deadline.After(now) {
-				out = append(out, r)
-			}
+		m, err := s.leaderGet(rctx, map[string]any{"seq": seq, "next_by_subj": filter})
+		cancel()
+		if errors.Is(err, errNoMessage) {
+			break
 		}
-		if err := batch.Error(); err != nil && !errors.Is(err, jetstream.ErrNoMessages) {
-			return nil, fmt.Errorf("store: list: %w", classify(err))
+		if err != nil {
+			return nil, fmt.Errorf("store: list: %w", err)
 		}
-		if n == 0 {
-			break // what was pending has gone meanwhile (expired, deleted)
+		seq = m.Seq + 1
+		if m.marker() {
+			continue
 		}
-		got += n
+		r, err := store.Decode(m.Data, m.Seq)
+		if err != nil {
+			return nil, err
+		}
+		if (owner == nil || r.Owner == *owner) && r.Deadline.After(now) {
+			out = append(out, r)
+		}
 	}
 	store.SortRecords(out)
 	return out, nil

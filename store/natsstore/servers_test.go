@@ -493,3 +493,38 @@ func TestGetLatestSeesTheLastAcknowledgedWrite(t *testing.T) {
 		require.ErrorIs(t, err, store.ErrNotFound, "deleted")
 	}
 }
+
+// List, through any server, lists a record as soon as the write that made it (through
+// another server) is acknowledged, and stops listing it once its delete is. A list read
+// from a replica that had not applied the write yet left a question out of another node's
+// list_elicitations (a CI run of cmd/elicitd's TestThreeNodesServeOneQuestion).
+func TestListSeesTheLastAcknowledgedWrite(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	stores := []*natsstore.Store{c.connect(t, 0, natsstore.Options{}), c.connect(t, 1, natsstore.Options{}), c.connect(t, 2, natsstore.Options{})}
+	ctx := context.Background()
+	now := time.Now()
+	for n := range 150 {
+		w, rd := stores[n%3], stores[(n+1)%3]
+		owner := fmt.Sprintf("owner-%d", n)
+		r := storetest.Sample(owner, storetest.NewID(), now, now.Add(time.Hour))
+		rev, err := w.Create(ctx, r)
+		require.NoError(t, err)
+		got, err := rd.List(ctx, owner)
+		require.NoError(t, err)
+		require.Len(t, got, 1, "round %d: listed through another server right after the create", n)
+		require.Equal(t, rev, got[0].Revision)
+		r.Revision = rev
+		r = claim(r, now)
+		rev, err = w.Update(ctx, r)
+		require.NoError(t, err)
+		got, err = rd.List(ctx, owner)
+		require.NoError(t, err)
+		require.Len(t, got, 1, "round %d: listed after the update", n)
+		require.Equal(t, rev, got[0].Revision, "round %d: the update's revision", n)
+		require.Eventually(t, func() bool { return w.Delete(ctx, owner, r.ID, rev) == nil }, 5*time.Second, 20*time.Millisecond, "deleted")
+		got, err = rd.List(ctx, owner)
+		require.NoError(t, err)
+		require.Empty(t, got, "round %d: not listed once deleted", n)
+	}
+}
