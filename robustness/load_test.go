@@ -43,6 +43,7 @@ type question struct {
 	outcome   map[string]any // the final result's structured content
 	want      map[string]any // the data the answers sent make
 	failure   string         // why it did not complete, if it did not
+	trail     string         // the attempts of its last request: node, answer, time taken
 	doneAt    time.Time      // when its client got the outcome
 }
 
@@ -205,7 +206,10 @@ func (c *client) send(q *question, p *mcp.CallToolParams, in opInput) (reply, bo
 		} else if r.body != nil {
 			why = fmt.Sprintf("%v %v", r.out, r.body["reason"])
 		}
-		trail = append(trail, fmt.Sprintf("node %d: %s (%v)", i, why, time.Since(at).Round(time.Millisecond)))
+		trail = append(trail, fmt.Sprintf("node %d at %s: %s (%v)", i, at.Format("15:04:05.000"), why, time.Since(at).Round(time.Millisecond)))
+		if q != nil {
+			q.trail = strings.Join(trail, "; ")
+		}
 		if r.out.Kind != outUnknown {
 			c.l.waits.add(*c.l.fault.Load(), time.Since(first), strings.Join(trail, "; "))
 			return r, true
@@ -270,6 +274,7 @@ func (c *client) question(key string) *question {
 		} else {
 			q.failure = fmt.Sprintf("%s: %v %v", what, r.out, r.body)
 		}
+		q.failure += "; its attempts: " + q.trail
 		return q
 	}
 	r, ok := call("", 0, nil)
