@@ -84,6 +84,11 @@ var (
 	// ErrUnavailable: the store cannot be reached (or is closed). A caller turns it into the
 	// STORE_UNAVAILABLE tool error. After a write, the write's outcome is unknown.
 	ErrUnavailable = errors.New("store: unavailable")
+	// ErrInProcess: an outbox add found an earlier add of the same id still being processed
+	// (it is an ErrUnavailable: try again). Should it last, the earlier add was lost
+	// without being stored: a NATS stream leader that proposed a message and lost its
+	// quorum may keep its id as in process until the dedupe window ends.
+	ErrInProcess = fmt.Errorf("%w: an add of this id is still in process", ErrUnavailable)
 	// ErrFull: the store holds as many bytes as it may; it refuses new data, and evicts
 	// nothing.
 	ErrFull = errors.New("store: full")

@@ -241,7 +241,7 @@ func (d *Deliverer) Send(ctx context.Context, e Ending) error {
 	if err != nil {
 		return err
 	}
-	return b.add(ctx, d.o.Outbox)
+	return b.add(ctx, d.o.Outbox, d.clk.Now(), d.log)
 }
 
 // Queue is Send for a caller that must not wait on the store, such as a tool call whose
@@ -267,7 +267,7 @@ func (d *Deliverer) Queue(e Ending) error {
 	}
 	since := d.clk.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), queueTry)
-	err = b.add(ctx, d.o.Outbox)
+	err = b.add(ctx, d.o.Outbox, d.clk.Now(), d.log)
 	cancel()
 	if err == nil || !retryable(err) {
 		return err
@@ -313,7 +313,7 @@ func (d *Deliverer) addLater(b *entries, since time.Time) {
 			return
 		}
 		ctx, cancel := context.WithTimeout(d.queuing, queueTry)
-		err := b.add(ctx, d.o.Outbox)
+		err := b.add(ctx, d.o.Outbox, d.clk.Now(), d.log)
 		cancel()
 		switch {
 		case err == nil:
@@ -353,10 +353,22 @@ func (d *Deliverer) pause(ctx context.Context, wait time.Duration) bool {
 type entries struct {
 	id    string // the event's
 	keys  []string
+	first []string // each entry's first key
 	shown []string
 	data  [][]byte
 	added []bool
+	// stuck is when the outbox began refusing an entry's adds as in process
+	// (store.ErrInProcess), zero while it does not; gen is how many times the entry was
+	// given another key for it (rekey).
+	stuck []time.Time
+	gen   []int
 }
+
+// stuckInProcess is how long an entry's adds may be refused as in process before it is
+// added under another key. A publish really in process is stored or dropped within
+// seconds; one refused for longer was lost by a NATS stream leader that lost its quorum,
+// which keeps refusing its id until its dedupe window ends (an hour by default).
+const stuckInProcess = 30 * time.Second
 
 // entries makes the outbox entries of e's event.
 func (d *Deliverer) entries(e Ending) (*entries, error) {
@@ -369,33 +381,57 @@ func (d *Deliverer) entries(e Ending) (*entries, error) {
 		return nil, fmt.Errorf("webhook: event %s does not encode: %w", ev.ID, err)
 	}
 	sent := d.clk.Now()
-	b := &entries{id: ev.ID, added: make([]bool, len(d.targets))}
+	b := &entries{id: ev.ID, added: make([]bool, len(d.targets)), stuck: make([]time.Time, len(d.targets)),
+		gen: make([]int, len(d.targets))}
 	for _, t := range d.targets {
 		entry, err := json.Marshal(envelope{ID: ev.ID, URL: t.key, Sent: sent, Body: body})
 		if err != nil {
 			return nil, fmt.Errorf("webhook: event %s does not encode: %w", ev.ID, err)
 		}
 		b.keys = append(b.keys, ev.ID+"."+t.key)
+		b.first = append(b.first, ev.ID+"."+t.key)
 		b.shown = append(b.shown, t.shown)
 		b.data = append(b.data, entry)
 	}
 	return b, nil
 }
 
-// add adds the entries of b not added yet to ob.
-func (b *entries) add(ctx context.Context, ob store.Outbox) error {
+// add adds the entries of b not added yet to ob, at now on the deliverer's clock. An
+// entry refused as in process for stuckInProcess is given another key (rekey) for its
+// next add.
+func (b *entries) add(ctx context.Context, ob store.Outbox, now time.Time, log *slog.Logger) error {
 	var errs []error
 	for i, key := range b.keys {
 		if b.added[i] {
 			continue
 		}
-		if err := ob.Add(ctx, key, b.data[i]); err != nil {
-			errs = append(errs, fmt.Errorf("webhook: queue event %s for %s: %w", b.id, b.shown[i], err))
+		err := ob.Add(ctx, key, b.data[i])
+		switch {
+		case err == nil:
+			b.added[i] = true
 			continue
+		case !errors.Is(err, store.ErrInProcess):
+			b.stuck[i] = time.Time{}
+		case b.stuck[i].IsZero():
+			b.stuck[i] = now
+		case now.Sub(b.stuck[i]) >= stuckInProcess:
+			b.rekey(i)
+			log.Warn("a webhook event's outbox entry was refused as in process for too long; it is added under another key",
+				"id", b.id, "entry", b.keys[i])
 		}
-		b.added[i] = true
+		errs = append(errs, fmt.Errorf("webhook: queue event %s for %s: %w", b.id, b.shown[i], err))
 	}
 	return errors.Join(errs...)
+}
+
+// rekey gives entry i its next key: the same event, for the same URL, under an outbox id
+// the outbox has not seen. Should the add that was refused be stored after all, the URL
+// gets the event twice, with one webhook-id, which a receiver deduplicates (delivery is
+// at least once).
+func (b *entries) rekey(i int) {
+	b.gen[i]++
+	b.keys[i] = b.first[i] + "." + strconv.Itoa(b.gen[i]+1)
+	b.stuck[i] = time.Time{}
 }
 
 // Backlog returns the outbox's entries not yet delivered (one per event and URL; see

@@ -3,6 +3,7 @@ package webhook_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -30,8 +31,10 @@ type outageOutbox struct {
 
 	mu    sync.Mutex
 	down  func(key string) bool
+	err   error // what an add fails with while down; ErrUnavailable if nil
 	tried []string
 	at    []time.Time
+	added map[string][]byte // what each add that went through brought, by key
 }
 
 func (o *outageOutbox) Add(ctx context.Context, id string, payload []byte) error {
@@ -39,10 +42,20 @@ func (o *outageOutbox) Add(ctx context.Context, id string, payload []byte) error
 	o.tried = append(o.tried, id)
 	o.at = append(o.at, o.clk.Now())
 	down := o.down != nil && o.down(id)
+	failed := o.err
 	o.mu.Unlock()
+	if down && failed != nil {
+		return failed
+	}
 	if down {
 		return fmt.Errorf("%w: not connected to NATS (reconnecting)", store.ErrUnavailable)
 	}
+	o.mu.Lock()
+	if o.added == nil {
+		o.added = map[string][]byte{}
+	}
+	o.added[id] = payload
+	o.mu.Unlock()
 	return o.Outbox.Add(ctx, id, payload)
 }
 
@@ -141,6 +154,44 @@ func TestQueueAddsOnceTheOutboxIsBack(t *testing.T) {
 	assert.Len(t, ids, 4)
 	assert.Contains(t, ids, bKey)
 	assert.Equal(t, uint64(0), d.Stats().Lost)
+}
+
+// An entry whose adds the outbox keeps refusing as "in process" (a NATS stream leader that
+// lost its quorum kept the id of a publish it never stored, and refuses that id until its
+// dedupe window ends, an hour) is added under another key once that has lasted 30 s on the
+// clock, with the same event in it: the receiver still gets one webhook-id. Kept as it was,
+// the event was lost after QueueWithin (the robustness suite's long run: a push question
+// completed as NATS lost its quorum, and its event never came).
+func TestAnEntryStuckInProcessIsAddedUnderAnotherKey(t *testing.T) {
+	t.Parallel()
+	mock := mockNow()
+	ob := &outageOutbox{Outbox: memOutbox(t, mock, store.OutboxOptions{}), clk: mock,
+		err: fmt.Errorf("%w: duplicate message id is in process", store.ErrInProcess)}
+	qid := storetest.NewID()
+	id := webhook.EventID(qid)
+	ob.setDown(func(key string) bool { return strings.HasPrefix(key, id+".") && strings.Count(key, ".") == 1 })
+	var logs lockedBuffer
+	d := start(t, webhook.Options{URLs: []string{"http://127.0.0.1:1/a"}, Secret: webhook.NewSecret(), AllowPrivate: true,
+		Outbox: ob, Clock: mock, Workers: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
+	start := mock.Now()
+	require.ErrorIs(t, d.Queue(ending(qid, mock.Now())), webhook.ErrQueuing)
+	advanceUntil(t, mock, 250*time.Millisecond, func() bool { return len(ob.Pending()) == 1 }, "the event is added under another key")
+	p := ob.Pending()[0]
+	assert.True(t, strings.HasPrefix(p.ID, id+"."), "the new key names the event: %s", p.ID)
+	var env struct {
+		ID string `json:"id"`
+	}
+	ob.mu.Lock()
+	payload := ob.added[p.ID]
+	ob.mu.Unlock()
+	require.NoError(t, json.Unmarshal(payload, &env))
+	assert.Equal(t, id, env.ID, "the same event (webhook-id) in the new entry")
+	keys, at := ob.adds()
+	assert.GreaterOrEqual(t, at[len(at)-1].Sub(start), 30*time.Second, "not before the refusals have lasted 30 s")
+	assert.Less(t, at[len(at)-1].Sub(start), 40*time.Second)
+	assert.Equal(t, keys[0], keys[len(keys)-2], "the old key until then")
+	assert.Equal(t, uint64(0), d.Stats().Lost)
+	assert.Contains(t, logs.String(), "in process")
 }
 
 // An outage longer than QueueWithin loses the event: its adds stop at the bound, it is

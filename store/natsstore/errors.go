@@ -55,8 +55,9 @@ func classify(err error) error {
 			return fmt.Errorf("%w: %w", store.ErrFull, err)
 		case ae.ErrorCode == codeMessageExceedsMaximum:
 			return fmt.Errorf("%w: %w", store.ErrTooLarge, err)
+		case ae.ErrorCode == codeMessageIDInProcess:
+			return fmt.Errorf("%w: %w", store.ErrInProcess, err)
 		case ae.Code == 503, ae.ErrorCode == codeClusterNotAvailable, ae.ErrorCode == codeStreamOffline,
-			ae.ErrorCode == codeMessageIDInProcess,
 			ae.ErrorCode == codeJetStreamNotEnabled,
 			ae.ErrorCode == codeJetStreamNotEnabledAcc:
 			return fmt.Errorf("%w: %w", store.ErrUnavailable, err)

@@ -17,6 +17,7 @@ import (
 func TestAMessageIDInProcessIsTransient(t *testing.T) {
 	err := fmt.Errorf("add: %w", &jetstream.APIError{Code: 409, ErrorCode: codeMessageIDInProcess, Description: "duplicate message id is in process"})
 	assert.ErrorIs(t, classify(err), store.ErrUnavailable)
+	assert.ErrorIs(t, classify(err), store.ErrInProcess, "told apart: if it lasts, the earlier add was lost")
 	other := &jetstream.APIError{Code: 400, ErrorCode: 10999, Description: "something else"}
 	assert.NotErrorIs(t, classify(other), store.ErrUnavailable, "other API errors stay what they are")
 }
