@@ -19,8 +19,9 @@
 //   - Delete purges the key, compare-and-set on its revision, leaving a purge marker that
 //     itself expires after Options.MarkerTTL.
 //   - List reads one owner's keys by subject filter (q.<owner digest>.*) from the stream
-//     leader (JetStream's message get API, one request per key): it lists every record
-//     whose write was acknowledged, through any server. All reads every key that way.
+//     leader: which keys hold a message (the stream's info), then each key's last message
+//     (JetStream's message get API, one request per key). It lists every record whose
+//     write was acknowledged, through any server. All reads every key that way.
 //   - There is no watch per question: nothing here watches at all.
 //
 // Reads (Get, and the checks after a failed compare-and-set) may be served by a follower
@@ -569,35 +570,36 @@ var _ store.Scanner = (*Store)(nil)
 // All returns every live record, of every owner: one pass over the bucket's keys.
 func (s *Store) All(ctx context.Context) ([]store.Record, error) { return s.list(ctx, nil) }
 
-// list returns owner's live records; with owner nil, everyone's. It walks the bucket's
-// keys (the stream keeps one message per key) in stream order through the leader's
-// message get API, one request per record: a consumer, or a direct get, may be answered
-// by a replica that has not applied the latest acknowledged writes, and such a list left
-// out a question just created through another server.
+// list returns owner's live records; with owner nil, everyone's. Everything it reads
+// comes from the records' stream leader, which has applied every write it acknowledged: the
+// keys that hold a message (stream info, filtered by subject), then each key's last message
+// (the message get API, one request per key). A consumer, or a direct get, may be answered
+// by a replica that has not applied the latest writes, and such a list left out a question
+// just created through another server.
 func (s *Store) list(ctx context.Context, owner *string) ([]store.Record, error) {
 	filter := s.pre + "q.*.*"
 	if owner != nil {
 		filter = s.pre + store.OwnerPrefix(*owner) + "*"
 	}
+	subjects, err := s.leaderSubjects(ctx, filter)
+	if err != nil {
+		return nil, fmt.Errorf("store: list: %w", err)
+	}
 	now := s.o.Clock.Now()
 	var out []store.Record
-	for seq := uint64(1); ; {
-		// Each request is bounded on its own: a long walk is not cut short by one bound.
+	for _, subj := range subjects {
+		// Each request is bounded on its own: a long list is not cut short by one bound.
 		rctx, cancel, err := s.begin(ctx)
 		if err != nil {
 			return nil, err
 		}
-		m, err := s.leaderGet(rctx, map[string]any{"seq": seq, "next_by_subj": filter})
+		m, err := s.leaderGet(rctx, map[string]any{"last_by_subj": subj})
 		cancel()
-		if errors.Is(err, errNoMessage) {
-			break
+		if errors.Is(err, errNoMessage) || err == nil && m.marker() {
+			continue // deleted or expired meanwhile, or a marker
 		}
 		if err != nil {
 			return nil, fmt.Errorf("store: list: %w", err)
-		}
-		seq = m.Seq + 1
-		if m.marker() {
-			continue
 		}
 		r, err := store.Decode(m.Data, m.Seq)
 		if err != nil {
@@ -609,6 +611,49 @@ func (s *Store) list(ctx context.Context, owner *string) ([]store.Record, error)
 	}
 	store.SortRecords(out)
 	return out, nil
+}
+
+// leaderSubjects returns the subjects matching filter that hold a message in the records'
+// stream (a record, or the marker of one gone), as the stream leader's info has them, a
+// page of up to 100,000 at a time.
+func (s *Store) leaderSubjects(ctx context.Context, filter string) ([]string, error) {
+	var out []string
+	seen := map[string]bool{} // a page may repeat a subject if the set changed meanwhile
+	for offset := 0; ; {
+		rctx, cancel, err := s.begin(ctx)
+		if err != nil {
+			return nil, err
+		}
+		body, _ := json.Marshal(map[string]any{"subjects_filter": filter, "offset": offset})
+		msg, err := s.nc.RequestWithContext(rctx, "$JS.API.STREAM.INFO."+s.stream, body)
+		cancel()
+		if err != nil {
+			return nil, classify(err)
+		}
+		var resp struct {
+			Total int `json:"total"`
+			State struct {
+				Subjects map[string]uint64 `json:"subjects"`
+			} `json:"state"`
+			Error *jetstream.APIError `json:"error"`
+		}
+		if err := json.Unmarshal(msg.Data, &resp); err != nil {
+			return nil, fmt.Errorf("the stream's info does not decode: %w", err)
+		}
+		if resp.Error != nil {
+			return nil, classify(resp.Error)
+		}
+		for subj := range resp.State.Subjects {
+			if !seen[subj] {
+				seen[subj] = true
+				out = append(out, subj)
+			}
+		}
+		offset += len(resp.State.Subjects)
+		if len(resp.State.Subjects) == 0 || offset >= resp.Total {
+			return out, nil
+		}
+	}
 }
 
 // isMarker reports whether a message of the bucket is a delete or purge marker, or the
