@@ -472,19 +472,25 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
 		}
 		next := rec
 		next.Node, next.Epoch = el.node, rec.Epoch+1
-		rev, err := el.store.Update(ctx, next)
-		if err != nil {
-			continue // woken meanwhile, or the store is away (a retry still wakes it)
-		}
-		next.Revision = rev
 		s := &sleeper{el: el, call: rec.ID, owner: rec.Owner, snap: elicitation.Snapshot{
 			ID: rec.Question, Title: rec.Title, Tool: rec.Tool, State: elicitation.Active, Round: rec.Handed,
 			Attempt: rec.Attempts, MaxAttempts: el.maxAttempts, MaxRounds: el.maxRounds, Created: rec.Created, Deadline: rec.Due},
-			rec: trimmed(next)}
+			rec: trimmed(rec)}
+		// Held here before the record says so: a record made this node's that no sleeper
+		// here held would wait for a retry to end it, not for its deadline.
 		if el.reg.Adopt(rec.Owner, s) != nil {
-			continue // this node is stopping
+			continue // this node is stopping, or holds the question already
 		}
 		el.holdSleeper(s)
+		rev, err := el.store.Update(ctx, next)
+		if err != nil {
+			s.drop(nil) // woken meanwhile, or the store is away (a retry still wakes it)
+			continue
+		}
+		next.Revision = rev
+		s.mu.Lock()
+		s.rec = trimmed(next)
+		s.mu.Unlock()
 		s.arm(rec.Due)
 		n++
 	}
