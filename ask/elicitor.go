@@ -452,6 +452,15 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	if resumed {
 		e, err = el.reg.Resume(c.owner, c.question, spec)
 	}
+	if resumed && c.closedAt && errors.Is(err, registry.ErrTaken) {
+		// It ended while the call hibernated, and the sleeper that closed its record here
+		// has not left the registry yet: it is not asked again (under a new id, until the
+		// old deadline); it ends as it did, reported already.
+		o := c.closedOutcome(spec)
+		el.tally.end(spec.Tool, c.pull, o)
+		c.setHow(o)
+		return o, nil
+	}
 	if !resumed || errors.Is(err, registry.ErrTaken) {
 		resumed = false
 		e, err = el.reg.Start(c.owner, spec)

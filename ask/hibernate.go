@@ -310,6 +310,22 @@ func (s *sleeper) Extend(d time.Duration) (time.Time, error) {
 	return rec.Due, nil
 }
 
+// closedOutcome is how the question of c, a call whose record was closed (closeOut), ended:
+// cancelled for c.closeReason, or timed out.
+func (c *call) closedOutcome(spec elicitation.Spec) elicitation.Outcome {
+	o := elicitation.Outcome{ID: c.question, Title: spec.Title, Tool: spec.Tool, State: elicitation.Cancelled, Reason: c.closeReason,
+		Ended: c.el.clk.Now()}
+	if c.closeReason == elicitation.None {
+		o.State = elicitation.TimedOut
+	}
+	c.wmu.Lock()
+	if c.rec != nil {
+		o.Attempts, o.Rounds, o.Created = c.rec.Attempts, c.rec.Handed, c.rec.Created
+	}
+	c.wmu.Unlock()
+	return o
+}
+
 // stateClosed is the state of a record whose question ended while it hibernated (its deadline,
 // a cancel): reported already, its call's result still to be made (closeOut). Record.Reason
 // says how: closedReason.

@@ -276,3 +276,32 @@ func TestAClosedQuestionsRetryOutlivesAFailedWrite(t *testing.T) {
 	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
 	assert.Len(t, heard.get(), 1, "reported once")
 }
+
+// A retry that reaches the node of a sleeper that has just closed its question's record (a
+// cancel, say) but is not yet out of the registry gets the question's end at once: its
+// replay does not ask the question again under a new id and wait for the old deadline.
+func TestARetryRacingAClosingSleeperGetsItsEnd(t *testing.T) {
+	clk, mem, _, nodes := heardCluster(t)
+	a := nodes[0]
+	first := a.call(t, "", 0, nil)
+	// The sleeper's own write, landed; the sleeper itself still holds the question.
+	recs, err := mem.List(context.Background(), "caller:test")
+	require.NoError(t, err)
+	require.Len(t, recs, 1)
+	rec := recs[0]
+	require.True(t, rec.Asleep)
+	rec.State, rec.Reason, rec.Node, rec.Epoch, rec.Asleep = "closed", elicitation.Operator.String(), a.el.Node(), rec.Epoch+1, false
+	_, err = mem.Update(context.Background(), rec)
+	require.NoError(t, err)
+	require.Equal(t, 1, a.el.Registry().Len())
+
+	got := make(chan map[string]any, 1)
+	go func() { got <- payload(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30}) }()
+	select {
+	case p := <-got:
+		assert.Equal(t, ask.CodeCancelled, p["code"], "the retry hears the question was cancelled: %v", p)
+	case <-time.After(10 * time.Second):
+		clk.Add(2 * time.Minute) // past the deadline: the retry ends, and the nodes can stop
+		t.Fatal("the retry waits (for the question's old deadline, on the mock clock)")
+	}
+}
