@@ -94,18 +94,32 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 	c.sleeping = slept
 	c.disarm()
 	c.mu.Unlock()
-	defer close(slept)
 	el.holdSleeper(s)
 	// From here a retry finds no call here, and takes the record over (wakes it).
 	el.calls.end(c, endedCall{}, false)
-	_ = e.Cancel(elicitation.Operator) // its end is not the question's: s takes its place
+	if sleepHook != nil {
+		sleepHook(e.ID())
+	}
+	// Its end is not the question's: s takes its place. Unless something else ended it
+	// first, from the registry's Hibernate on (a cancel, client_gone): s ends so then.
+	ended := errors.Is(e.Cancel(elicitation.Operator), elicitation.ErrFinished)
 	<-e.Done()
-	s.arm(snap.Deadline)
+	s.arm(snap.Deadline) // a deadline that passed meanwhile: at once
 	el.tally.slept.Add(1)
 	if c.cancel != nil {
 		c.cancel(errHibernated) // Ask returns, and the handler's goroutine ends
 	}
+	close(slept)
+	if o, _ := e.Outcome(); ended && o.State == elicitation.Cancelled {
+		if err := s.Cancel(o.Reason); err != nil {
+			el.log.Warn("a question cancelled as it fell asleep could not be closed; it ends at its deadline", "id", s.snap.ID, "error", err.Error())
+		}
+	}
 }
+
+// sleepHook, when set (by tests), runs as a call falls asleep: its sleeper is in the
+// registry, and its actor has not ended yet.
+var sleepHook func(questionID string)
 
 // sleeper is a hibernating question in its node's registry: enough to list it, and its
 // deadline's timer. Everything else is its record.

@@ -305,3 +305,26 @@ func TestARetryRacingAClosingSleeperGetsItsEnd(t *testing.T) {
 		t.Fatal("the retry waits (for the question's old deadline, on the mock clock)")
 	}
 }
+
+// A question cancelled in the instant its call falls asleep (its sleeper already in the
+// registry, its actor not ended yet) is not left asleep: the cancel's reason ends it,
+// reported once, and the client's retry hears it.
+func TestACancelAsTheCallFallsAsleepEndsTheQuestion(t *testing.T) {
+	_, _, heard, nodes := heardCluster(t)
+	a := nodes[0]
+	var cancelled atomic.Value
+	t.Cleanup(ask.SetSleepHook(func(id string) {
+		cancelled.Store(fmt.Sprint(a.el.Registry().Cancel("caller:test", id, elicitation.ClientGone)))
+	}))
+	first := a.call(t, "", 0, nil)
+	require.Equal(t, "<nil>", cancelled.Load(), "the cancel was taken")
+	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "the end is reported")
+	for _, ends := range heard.get() {
+		require.Len(t, ends, 1)
+		assert.Equal(t, elicitation.Cancelled, ends[0].State)
+		assert.Equal(t, elicitation.ClientGone, ends[0].Reason)
+	}
+	assert.Equal(t, 0, a.el.Registry().Len(), "nothing is left asleep")
+	p := payload(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	assert.Equal(t, ask.CodeCancelled, p["code"], "%v", p)
+}

@@ -1,0 +1,8 @@
+package ask
+
+// SetSleepHook sets a function that runs as a call falls asleep (between its sleeper
+// entering the registry and its actor ending), and returns a function that unsets it.
+func SetSleepHook(f func(questionID string)) (unset func()) {
+	sleepHook = f
+	return func() { sleepHook = nil }
+}
