@@ -452,6 +452,12 @@ func TestCluster(t *testing.T) {
 	t.Logf("read without a quorum: %v", err)
 }
 
+// throughEachServer starts a 3-server cluster and returns a store connected through each.
+func throughEachServer(t *testing.T) []*natsstore.Store {
+	c := startCluster(t, 3)
+	return []*natsstore.Store{c.connect(t, 0, natsstore.Options{}), c.connect(t, 1, natsstore.Options{}), c.connect(t, 2, natsstore.Options{})}
+}
+
 // GetLatest, through any server, reads a record as the write acknowledged just before it
 // (through another server) left it: the records' stream leader answers it, not a replica
 // that may not have applied the write (JetStream's direct get, which Get uses, answers from
@@ -461,8 +467,7 @@ func TestCluster(t *testing.T) {
 // read contradicts its requestState (ask/stale_test.go).
 func TestGetLatestSeesTheLastAcknowledgedWrite(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 3)
-	stores := []*natsstore.Store{c.connect(t, 0, natsstore.Options{}), c.connect(t, 1, natsstore.Options{}), c.connect(t, 2, natsstore.Options{})}
+	stores := throughEachServer(t)
 	ctx := context.Background()
 	now := time.Now()
 	for n := range 60 {
@@ -500,8 +505,7 @@ func TestGetLatestSeesTheLastAcknowledgedWrite(t *testing.T) {
 // list_elicitations (a CI run of cmd/elicitd's TestThreeNodesServeOneQuestion).
 func TestListSeesTheLastAcknowledgedWrite(t *testing.T) {
 	t.Parallel()
-	c := startCluster(t, 3)
-	stores := []*natsstore.Store{c.connect(t, 0, natsstore.Options{}), c.connect(t, 1, natsstore.Options{}), c.connect(t, 2, natsstore.Options{})}
+	stores := throughEachServer(t)
 	ctx := context.Background()
 	now := time.Now()
 	for n := range 150 {
