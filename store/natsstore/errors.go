@@ -39,6 +39,14 @@ func isWrongLastSequence(err error) bool {
 	return ae.ErrorCode == codeWrongLastSequence || ae.ErrorCode == codeWrongLastSequenceR
 }
 
+// isInProcess reports whether err is JetStream refusing a compare-and-set because another
+// write to the same key is still in process on the stream leader (10164, on replicated
+// streams): not a mismatch yet (see Store.mismatch).
+func isInProcess(err error) bool {
+	var ae *jetstream.APIError
+	return errors.As(err, &ae) && ae.ErrorCode == codeWrongLastSequenceR
+}
+
 // classify wraps err with the store error it means: ErrFull, ErrTooLarge or
 // ErrUnavailable; err as it is when it means none of them (a caller's cancellation, say).
 func classify(err error) error {

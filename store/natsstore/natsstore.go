@@ -15,7 +15,10 @@
 //     never expire (nats-server issue 6959). It publishes the record to the key's subject
 //     with Nats-Expected-Last-Subject-Sequence set to the caller's revision (the
 //     compare-and-set) and a message TTL computed from the Deadline again. A "wrong last
-//     sequence" answer (API error 10071, or 10164 on a replicated bucket) is a conflict.
+//     sequence" answer (API error 10071) is a conflict. On a replicated bucket JetStream
+//     also answers 10164 while another write to the key is in process on the stream
+//     leader: a conflict once the leader's record has moved on; ErrUnavailable if it has
+//     not within about half a second (that write may never land: a quorum lost).
 //   - Delete purges the key, compare-and-set on its revision, leaving a purge marker that
 //     itself expires after Options.MarkerTTL.
 //   - List reads one owner's keys by subject filter (q.<owner digest>.*) from the stream
@@ -355,6 +358,13 @@ func (s *Store) Create(ctx context.Context, r store.Record) (uint64, error) {
 	defer cancel()
 	rev, err := s.kv.Create(ctx, store.Key(r.Owner, r.ID), val, jetstream.KeyTTL(s.ttl(r.Deadline)))
 	if err != nil {
+		if errors.Is(err, jetstream.ErrKeyExists) && isInProcess(err) {
+			// Another create of the key in process (an earlier try of this one, its
+			// answer lost): it exists once that lands.
+			if _, gerr := s.getLatest(ctx, r.Owner, r.ID); gerr != nil {
+				return 0, fmt.Errorf("%w: another write to %s is in process, its outcome not known yet", store.ErrUnavailable, r.ID)
+			}
+		}
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, fmt.Errorf("%w: %s", store.ErrExists, r.ID)
 		}
@@ -519,23 +529,42 @@ func (s *Store) Update(ctx context.Context, r store.Record) (uint64, error) {
 		jetstream.WithMsgTTL(s.ttl(r.Deadline)))
 	if err != nil {
 		if isWrongLastSequence(err) {
-			return 0, s.mismatch(ctx, r.Owner, r.ID, r.Revision)
+			return 0, s.mismatch(ctx, r.Owner, r.ID, r.Revision, err)
 		}
 		return 0, fmt.Errorf("store: update %s: %w", r.ID, classify(err))
 	}
 	return ack.Sequence, nil
 }
 
-// mismatch tells, after a compare-and-set on rev failed, whether the record is gone
-// (ErrNotFound) or has moved on (ErrConflict, also when the read itself fails: the caller
-// re-reads either way).
-func (s *Store) mismatch(ctx context.Context, owner, id string, rev uint64) error {
-	// From the leader: a replica behind the write that made the record would say it is
-	// not there, and the caller would end the question as gone.
-	if _, err := s.getLatest(ctx, owner, id); errors.Is(err, store.ErrNotFound) {
-		return err
+// mismatch tells, after a compare-and-set on rev failed with err, whether the record is
+// gone (ErrNotFound) or has moved on (ErrConflict, also when the read itself fails: the
+// caller re-reads either way). JetStream also refuses a compare-and-set while another write
+// to the key is in process on the stream leader (10164): that write may land in a moment
+// (two nodes racing: a conflict), or never (the leader lost its quorum). mismatch then
+// watches the leader's record for a little over half a second: moved on, a conflict; still
+// at rev, ErrUnavailable (try again), never a conflict the caller would act on.
+func (s *Store) mismatch(ctx context.Context, owner, id string, rev uint64, err error) error {
+	inProcess := isInProcess(err)
+	for wait := 5 * time.Millisecond; ; wait *= 2 {
+		// From the leader: a replica behind the write that made the record would say it
+		// is not there, and the caller would end the question as gone.
+		cur, err := s.getLatest(ctx, owner, id)
+		switch {
+		case errors.Is(err, store.ErrNotFound):
+			return err
+		case !inProcess || err == nil && cur.Revision != rev:
+			return fmt.Errorf("%w: %s is no longer at revision %d", store.ErrConflict, id, rev)
+		case wait > 320*time.Millisecond:
+			return fmt.Errorf("%w: another write to %s is in process, its outcome not known yet", store.ErrUnavailable, id)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			t.Stop()
+			return fmt.Errorf("%w: another write to %s is in process, its outcome not known yet", store.ErrUnavailable, id)
+		}
 	}
-	return fmt.Errorf("%w: %s is no longer at revision %d", store.ErrConflict, id, rev)
 }
 
 func (s *Store) Delete(ctx context.Context, owner, id string, rev uint64) error {
@@ -554,7 +583,7 @@ func (s *Store) Delete(ctx context.Context, owner, id string, rev uint64) error 
 	err = s.kv.Purge(ctx, store.Key(owner, id), jetstream.LastRevision(rev), jetstream.PurgeTTL(s.o.MarkerTTL))
 	if err != nil {
 		if isWrongLastSequence(err) {
-			return s.mismatch(ctx, owner, id, rev)
+			return s.mismatch(ctx, owner, id, rev, err)
 		}
 		return fmt.Errorf("store: delete %s: %w", id, classify(err))
 	}

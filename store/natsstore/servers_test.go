@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -531,4 +532,39 @@ func TestListSeesTheLastAcknowledgedWrite(t *testing.T) {
 		require.NoError(t, err)
 		require.Empty(t, got, "round %d: not listed once deleted", n)
 	}
+}
+
+// A compare-and-set refused because an earlier write to the same key is still in process
+// on the stream leader (JetStream's 10164: the leader proposed it and has not committed it,
+// here because it lost its quorum) is not a conflict: the record is still at the caller's
+// revision, and the write it lost to may never land. It is ErrUnavailable (try again), as the
+// first write's timeout was. Taken for a conflict, a node waking a question took it for one
+// another node had taken over, stood down, and a retry was told the question was
+// cancelled (the robustness suite, NATS's quorum lost).
+func TestAWriteRefusedForOneInProcessIsNotAConflict(t *testing.T) {
+	t.Parallel()
+	c := startCluster(t, 3)
+	first := c.connect(t, 0, natsstore.Options{})
+	leader := c.streamLeader(t, 0)
+	li := slices.IndexFunc(c.servers, func(s *server.Server) bool { return s.Name() == leader })
+	require.GreaterOrEqual(t, li, 0, "the leader %s is one of the servers", leader)
+	s := c.connect(t, li, natsstore.Options{OpTimeout: time.Second})
+	now := time.Now()
+	r := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
+	rev, err := first.Create(context.Background(), r)
+	require.NoError(t, err)
+	r.Revision = rev
+	for i, srv := range c.servers {
+		if i != li {
+			srv.Shutdown() // the leader keeps leading for a while, committing nothing
+		}
+	}
+	_, err = s.Update(context.Background(), claim(r, now))
+	require.ErrorIs(t, err, store.ErrUnavailable, "no quorum: the write times out, in process")
+	_, err = s.Update(context.Background(), claim(r, now.Add(time.Second)))
+	require.ErrorIs(t, err, store.ErrUnavailable, "refused for the write in process: try again, not a conflict")
+	require.NotErrorIs(t, err, store.ErrConflict)
+	err = s.Delete(context.Background(), r.Owner, r.ID, rev)
+	require.ErrorIs(t, err, store.ErrUnavailable, "a delete too")
+	require.NotErrorIs(t, err, store.ErrConflict)
 }
