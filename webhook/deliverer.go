@@ -351,15 +351,14 @@ func (d *Deliverer) pause(ctx context.Context, wait time.Duration) bool {
 
 // entries are the outbox entries of one event, one per URL, and which of them are added.
 type entries struct {
-	id    string // the event's
-	keys  []string
-	first []string // each entry's first key
+	id    string   // the event's
+	keys  []string // each entry's first key (key)
 	shown []string
 	data  [][]byte
 	added []bool
 	// stuck is when the outbox began refusing an entry's adds as in process
 	// (store.ErrInProcess), zero while it does not; gen is how many times the entry was
-	// given another key for it (rekey).
+	// given another key for it since (key).
 	stuck []time.Time
 	gen   []int
 }
@@ -389,7 +388,6 @@ func (d *Deliverer) entries(e Ending) (*entries, error) {
 			return nil, fmt.Errorf("webhook: event %s does not encode: %w", ev.ID, err)
 		}
 		b.keys = append(b.keys, ev.ID+"."+t.key)
-		b.first = append(b.first, ev.ID+"."+t.key)
 		b.shown = append(b.shown, t.shown)
 		b.data = append(b.data, entry)
 	}
@@ -397,15 +395,14 @@ func (d *Deliverer) entries(e Ending) (*entries, error) {
 }
 
 // add adds the entries of b not added yet to ob, at now on the deliverer's clock. An
-// entry refused as in process for stuckInProcess is given another key (rekey) for its
-// next add.
+// entry refused as in process for stuckInProcess is given another key for its next add.
 func (b *entries) add(ctx context.Context, ob store.Outbox, now time.Time, log *slog.Logger) error {
 	var errs []error
-	for i, key := range b.keys {
+	for i := range b.keys {
 		if b.added[i] {
 			continue
 		}
-		err := ob.Add(ctx, key, b.data[i])
+		err := ob.Add(ctx, b.key(i), b.data[i])
 		switch {
 		case err == nil:
 			b.added[i] = true
@@ -415,23 +412,26 @@ func (b *entries) add(ctx context.Context, ob store.Outbox, now time.Time, log *
 		case b.stuck[i].IsZero():
 			b.stuck[i] = now
 		case now.Sub(b.stuck[i]) >= stuckInProcess:
-			b.rekey(i)
+			b.gen[i]++
+			b.stuck[i] = time.Time{}
 			log.Warn("a webhook event's outbox entry was refused as in process for too long; it is added under another key",
-				"id", b.id, "entry", b.keys[i])
+				"id", b.id, "entry", b.key(i))
 		}
 		errs = append(errs, fmt.Errorf("webhook: queue event %s for %s: %w", b.id, b.shown[i], err))
 	}
 	return errors.Join(errs...)
 }
 
-// rekey gives entry i its next key: the same event, for the same URL, under an outbox id
-// the outbox has not seen. Should the add that was refused be stored after all, the URL
-// gets the event twice, with one webhook-id, which a receiver deduplicates (delivery is
-// at least once).
-func (b *entries) rekey(i int) {
-	b.gen[i]++
-	b.keys[i] = b.first[i] + "." + strconv.Itoa(b.gen[i]+1)
-	b.stuck[i] = time.Time{}
+// key is entry i's outbox id: its first key, or, once it was refused as in process for too
+// long, that key with a generation after it (".2", ".3"): the same event, for the same URL,
+// under an id the outbox has not seen. Should the add that was refused be stored after all,
+// the URL gets the event twice, with one webhook-id, which a receiver deduplicates
+// (delivery is at least once).
+func (b *entries) key(i int) string {
+	if b.gen[i] == 0 {
+		return b.keys[i]
+	}
+	return b.keys[i] + "." + strconv.Itoa(b.gen[i]+1)
 }
 
 // Backlog returns the outbox's entries not yet delivered (one per event and URL; see

@@ -18,7 +18,7 @@ import (
 // jetstream_errors_generated.go).
 const (
 	codeWrongLastSequence      = jetstream.JSErrCodeStreamWrongLastSequence         // 10071
-	codeWrongLastSequenceR     = jetstream.JSErrCodeStreamWrongLastSequenceConstant // 10164, on replicated streams
+	codeWrongLastSequenceR     = jetstream.JSErrCodeStreamWrongLastSequenceConstant // 10164: another write in process (replicated streams)
 	codeMessageExceedsMaximum  = jetstream.JSErrCodeStreamMessageExceedsMaximum     // 10054
 	codeStoreFailed            = 10077                                              // "{err}": the store refused the message
 	codeInsufficientResources  = 10023                                              // the server's own JetStream limits
@@ -33,15 +33,12 @@ const (
 // expected revision is not the key's last.
 func isWrongLastSequence(err error) bool {
 	var ae *jetstream.APIError
-	if !errors.As(err, &ae) {
-		return false
-	}
-	return ae.ErrorCode == codeWrongLastSequence || ae.ErrorCode == codeWrongLastSequenceR
+	return errors.As(err, &ae) && ae.ErrorCode == codeWrongLastSequence
 }
 
 // isInProcess reports whether err is JetStream refusing a compare-and-set because another
 // write to the same key is still in process on the stream leader (10164, on replicated
-// streams): not a mismatch yet (see Store.mismatch).
+// streams): not a mismatch, or not yet (see whileInProcess).
 func isInProcess(err error) bool {
 	var ae *jetstream.APIError
 	return errors.As(err, &ae) && ae.ErrorCode == codeWrongLastSequenceR

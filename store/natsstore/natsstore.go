@@ -17,8 +17,9 @@
 //     compare-and-set) and a message TTL computed from the Deadline again. A "wrong last
 //     sequence" answer (API error 10071) is a conflict. On a replicated bucket JetStream
 //     also answers 10164 while another write to the key is in process on the stream
-//     leader: a conflict once the leader's record has moved on; ErrUnavailable if it has
-//     not within about half a second (that write may never land: a quorum lost).
+//     leader, even one it has just acknowledged: the write is tried again for about half a
+//     second (whileInProcess), then ErrUnavailable (that other write may never land: a
+//     quorum lost). Create and Delete do the same.
 //   - Delete purges the key, compare-and-set on its revision, leaving a purge marker that
 //     itself expires after Options.MarkerTTL.
 //   - List reads one owner's keys by subject filter (q.<owner digest>.*) from the stream
@@ -356,14 +357,14 @@ func (s *Store) Create(ctx context.Context, r store.Record) (uint64, error) {
 		return 0, err
 	}
 	defer cancel()
-	rev, err := s.kv.Create(ctx, store.Key(r.Owner, r.ID), val, jetstream.KeyTTL(s.ttl(r.Deadline)))
+	var rev uint64
+	err = whileInProcess(ctx, func() (err error) {
+		rev, err = s.kv.Create(ctx, store.Key(r.Owner, r.ID), val, jetstream.KeyTTL(s.ttl(r.Deadline)))
+		return err
+	})
 	if err != nil {
-		if errors.Is(err, jetstream.ErrKeyExists) && isInProcess(err) {
-			// Another create of the key in process (an earlier try of this one, its
-			// answer lost): it exists once that lands.
-			if _, gerr := s.getLatest(ctx, r.Owner, r.ID); gerr != nil {
-				return 0, fmt.Errorf("%w: another write to %s is in process, its outcome not known yet", store.ErrUnavailable, r.ID)
-			}
+		if isInProcess(err) {
+			return 0, inProcessError(r.ID)
 		}
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, fmt.Errorf("%w: %s", store.ErrExists, r.ID)
@@ -524,47 +525,64 @@ func (s *Store) Update(ctx context.Context, r store.Record) (uint64, error) {
 	defer cancel()
 	// Not kv.Update: it would write the record without a TTL (see the package doc).
 	m := &nats.Msg{Subject: s.pre + store.Key(r.Owner, r.ID), Data: val, Header: nats.Header{}}
-	ack, err := s.js.PublishMsg(ctx, m,
-		jetstream.WithExpectLastSequencePerSubject(r.Revision),
-		jetstream.WithMsgTTL(s.ttl(r.Deadline)))
+	var ack *jetstream.PubAck
+	err = whileInProcess(ctx, func() (err error) {
+		ack, err = s.js.PublishMsg(ctx, m,
+			jetstream.WithExpectLastSequencePerSubject(r.Revision),
+			jetstream.WithMsgTTL(s.ttl(r.Deadline)))
+		return err
+	})
 	if err != nil {
+		if isInProcess(err) {
+			return 0, inProcessError(r.ID)
+		}
 		if isWrongLastSequence(err) {
-			return 0, s.mismatch(ctx, r.Owner, r.ID, r.Revision, err)
+			return 0, s.mismatch(ctx, r.Owner, r.ID, r.Revision)
 		}
 		return 0, fmt.Errorf("store: update %s: %w", r.ID, classify(err))
 	}
 	return ack.Sequence, nil
 }
 
-// mismatch tells, after a compare-and-set on rev failed with err, whether the record is
-// gone (ErrNotFound) or has moved on (ErrConflict, also when the read itself fails: the
-// caller re-reads either way). JetStream also refuses a compare-and-set while another write
-// to the key is in process on the stream leader (10164): that write may land in a moment
-// (two nodes racing: a conflict), or never (the leader lost its quorum). mismatch then
-// watches the leader's record for a little over half a second: moved on, a conflict; still
-// at rev, ErrUnavailable (try again), never a conflict the caller would act on.
-func (s *Store) mismatch(ctx context.Context, owner, id string, rev uint64, err error) error {
-	inProcess := isInProcess(err)
+// mismatch tells, after a compare-and-set on rev failed, whether the record is gone
+// (ErrNotFound) or has moved on (ErrConflict, also when the read itself fails: the caller
+// re-reads either way).
+func (s *Store) mismatch(ctx context.Context, owner, id string, rev uint64) error {
+	// From the leader: a replica behind the write that made the record would say it is
+	// not there, and the caller would end the question as gone.
+	if _, err := s.getLatest(ctx, owner, id); errors.Is(err, store.ErrNotFound) {
+		return err
+	}
+	return fmt.Errorf("%w: %s is no longer at revision %d", store.ErrConflict, id, rev)
+}
+
+// whileInProcess runs write, a compare-and-set, again while JetStream refuses it because
+// another write to its key is in process on the stream leader (10164 on a replicated
+// bucket; the write was not proposed): after 5 ms, then twice as long each time, about
+// 0.6 s in all, or until ctx ends. That other write is most often one the leader has
+// acknowledged a moment before it stops counting it as in process; or one that lands,
+// and the next try is refused as a plain mismatch; or one that never lands (the leader
+// lost its quorum), and the refusals go on: write's last error is returned.
+func whileInProcess(ctx context.Context, write func() error) error {
 	for wait := 5 * time.Millisecond; ; wait *= 2 {
-		// From the leader: a replica behind the write that made the record would say it
-		// is not there, and the caller would end the question as gone.
-		cur, err := s.getLatest(ctx, owner, id)
-		switch {
-		case errors.Is(err, store.ErrNotFound):
+		err := write()
+		if !isInProcess(err) || wait > 320*time.Millisecond {
 			return err
-		case !inProcess || err == nil && cur.Revision != rev:
-			return fmt.Errorf("%w: %s is no longer at revision %d", store.ErrConflict, id, rev)
-		case wait > 320*time.Millisecond:
-			return fmt.Errorf("%w: another write to %s is in process, its outcome not known yet", store.ErrUnavailable, id)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return fmt.Errorf("%w: another write to %s is in process, its outcome not known yet", store.ErrUnavailable, id)
+			return err
 		}
 	}
+}
+
+// inProcessError is ErrUnavailable for a write to id refused while another write to it is
+// in process, that one's outcome not known yet.
+func inProcessError(id string) error {
+	return fmt.Errorf("%w: another write to %s is in process, its outcome not known yet", store.ErrUnavailable, id)
 }
 
 func (s *Store) Delete(ctx context.Context, owner, id string, rev uint64) error {
@@ -580,10 +598,15 @@ func (s *Store) Delete(ctx context.Context, owner, id string, rev uint64) error 
 	}
 	defer cancel()
 	// A purge drops the record's data at once; its marker goes after MarkerTTL.
-	err = s.kv.Purge(ctx, store.Key(owner, id), jetstream.LastRevision(rev), jetstream.PurgeTTL(s.o.MarkerTTL))
+	err = whileInProcess(ctx, func() error {
+		return s.kv.Purge(ctx, store.Key(owner, id), jetstream.LastRevision(rev), jetstream.PurgeTTL(s.o.MarkerTTL))
+	})
 	if err != nil {
+		if isInProcess(err) {
+			return inProcessError(id)
+		}
 		if isWrongLastSequence(err) {
-			return s.mismatch(ctx, owner, id, rev, err)
+			return s.mismatch(ctx, owner, id, rev)
 		}
 		return fmt.Errorf("store: delete %s: %w", id, classify(err))
 	}

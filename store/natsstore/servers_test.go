@@ -568,3 +568,28 @@ func TestAWriteRefusedForOneInProcessIsNotAConflict(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrUnavailable, "a delete too")
 	require.NotErrorIs(t, err, store.ErrConflict)
 }
+
+// Writes one after the other to one key, each at the revision the last one returned, all
+// land on R3: the stream leader acknowledges a write a moment before it stops counting the
+// key as written to, and a compare-and-set in that moment was refused as "in process"
+// (10164) for a write that had landed already. The refusal is no conflict, and the write is
+// tried again.
+func TestBackToBackWritesToOneKeyLand(t *testing.T) {
+	t.Parallel()
+	stores := throughEachServer(t)
+	ctx := context.Background()
+	now := time.Now()
+	for n := range 300 {
+		s := stores[n%3]
+		r := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
+		rev, err := s.Create(ctx, r)
+		require.NoError(t, err, "round %d: create", n)
+		r.Revision = rev
+		for i := range 2 {
+			rev, err = s.Update(ctx, claim(r, now.Add(time.Duration(i)*time.Second)))
+			require.NoError(t, err, "round %d: update %d at the revision just returned", n, i)
+			r.Revision = rev
+		}
+		require.NoError(t, s.Delete(ctx, "alice", r.ID, rev), "round %d: delete at the revision just returned", n)
+	}
+}
