@@ -133,16 +133,33 @@ func outlivesAKill(t *testing.T, awake bool) {
 }
 
 // Over HTTP on an embedded store of its own, a call's first prompt goes out before its
-// record is written (ask.Options.RecordBehind); the process killed the moment that prompt
-// is out, and started again, still completes the question from the retry: from its record,
-// or, had the write not landed, from what the requestState carries.
+// record is written (ask.Options.RecordBehind; once a first write has landed: the process's
+// first call writes first): its requestState then carries what any node needs to write
+// that record itself, and is longer than one of a node whose embedded store listens on a
+// network (--nats-listen), which always writes first. The process killed the moment that
+// prompt is out, and started again, still completes the question from the retry: from its
+// record, or, had the write not landed, from what the requestState carries (which of the
+// two, the test cannot tell).
 func TestAFirstRoundOutlivesAKill(t *testing.T) {
+	secondCall := func(s *httpServer) *mcp.CallToolResult {
+		cs := pullByHand(t, s, nil, nil)
+		var res *mcp.CallToolResult
+		for range 2 {
+			var err error
+			res, err = cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+			require.NoError(t, err)
+		}
+		return res
+	}
+	plain := secondCall(startHTTPWith(t, []string{"--store", "embedded", "--data-dir", t.TempDir(), "--nats-listen", "127.0.0.1:0"}))
+
 	dir := t.TempDir()
 	args := []string{"--store", "embedded", "--data-dir", dir}
 	before := startHTTPWith(t, args)
-	first, err := pullByHand(t, before, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
-	require.NoError(t, err)
+	first := secondCall(before)
 	before.kill(t)
+	assert.Greater(t, len(first.RequestState), len(plain.RequestState)+32,
+		"the first round's requestState carries its record: it was written behind the prompt")
 	key, _ := askedFields(t, first)
 	require.Equal(t, "elicit-1", key)
 
