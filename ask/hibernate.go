@@ -101,7 +101,7 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 		sleepHook(e.ID())
 	}
 	// Its end is not the question's: s takes its place. Unless something else ended it
-	// first, from the registry's Hibernate on (a cancel, client_gone): s ends so then.
+	// first, from the registry's Hibernate on (a cancel, client_gone): s ends so then (below).
 	ended := errors.Is(e.Cancel(elicitation.Operator), elicitation.ErrFinished)
 	<-e.Done()
 	s.arm(snap.Deadline) // a deadline that passed meanwhile: at once
@@ -110,7 +110,9 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 		c.cancel(errHibernated) // Ask returns, and the handler's goroutine ends
 	}
 	close(slept)
-	if o, _ := e.Outcome(); ended && o.State == elicitation.Cancelled {
+	// Not when it was this node stopping (Close cancels the actors): a hibernating question
+	// is left open then, its record for another node, as those already asleep are.
+	if o, _ := e.Outcome(); ended && o.State == elicitation.Cancelled && !el.stopping.Load() {
 		if err := s.Cancel(o.Reason); err != nil {
 			el.log.Warn("a question cancelled as it fell asleep could not be closed; it ends at its deadline", "id", s.snap.ID, "error", err.Error())
 		}
