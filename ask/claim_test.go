@@ -29,8 +29,8 @@ func TestAnUndoneClaimReleasesItsWaiters(t *testing.T) {
 
 // A call that hibernated takes no claim: its handler is gone, so an answer handed to it
 // would wait for ever. The retry that raced the hibernation (it found the call awake, a
-// moment before its first round's write behind landed and it slept) fails to claim, finds
-// it asleep, and wakes it from its record instead.
+// moment before its first round's write behind landed and it slept) fails to claim; that it
+// then wakes the call from its record is TestAnAnswerRacingTheWriteBehindIsTaken's.
 func TestAHibernatedCallTakesNoClaim(t *testing.T) {
 	c := &call{sleeping: make(chan struct{})}
 	_, ok := c.claim(1, "sum", nil)

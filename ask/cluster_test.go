@@ -111,7 +111,7 @@ func (n *clusterNode) call(t *testing.T, state string, round int, content map[st
 	if state != "" {
 		p.InputResponses = mcp.InputResponseMap{"elicit-" + itoa(round): &mcp.ElicitResult{Action: "accept", Content: content}}
 	}
-	res, err := n.u.Session.CallTool(context.Background(), p)
+	res, err := n.u.Session.CallTool(failsafe(t), p) // bounded: a call that hangs fails the test
 	require.NoError(t, err)
 	return res
 }

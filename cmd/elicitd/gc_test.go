@@ -63,7 +63,9 @@ func TestKeepHeadroomSetsTheTargetAfterACollection(t *testing.T) {
 	stop()
 
 	// A keeper stopped before any collection sets nothing after one: its cleanup, queued
-	// by the first collection, runs before the test's own, queued by the second.
+	// by the first collection, runs before the test's own, queued by the second. The
+	// runtime does not promise that order (runtime.AddCleanup), it only keeps it today: were
+	// it to change, this check could pass without a stopped keeper being looked at.
 	debug.SetGCPercent(100)
 	stop = keepHeadroom(100, 1<<40, func(p int) { set <- p })
 	stop()
