@@ -537,8 +537,9 @@ func TestListSeesTheLastAcknowledgedWrite(t *testing.T) {
 // A compare-and-set refused because an earlier write to the same key is still in process
 // on the stream leader (JetStream's 10164: the leader proposed it and has not committed it,
 // here because it lost its quorum) is not a conflict: the record is still at the caller's
-// revision, and the write it lost to may never land. It is ErrUnavailable (try again), as the
-// first write's timeout was. Taken for a conflict, a node waking a question took it for one
+// revision, and the write it lost to may never land. It is tried again, and once the
+// refusals have gone on for about half a second it is ErrUnavailable (try again later), as
+// the first write's timeout was. Taken for a conflict, a node waking a question took it for one
 // another node had taken over, stood down, and a retry was told the question was
 // cancelled (the robustness suite, NATS's quorum lost).
 func TestAWriteRefusedForOneInProcessIsNotAConflict(t *testing.T) {
@@ -563,10 +564,12 @@ func TestAWriteRefusedForOneInProcessIsNotAConflict(t *testing.T) {
 	require.ErrorIs(t, err, store.ErrUnavailable, "no quorum: the write times out, in process")
 	_, err = s.Update(context.Background(), claim(r, now.Add(time.Second)))
 	require.ErrorIs(t, err, store.ErrUnavailable, "refused for the write in process: try again, not a conflict")
+	require.ErrorContains(t, err, "in process", "the refusal itself, not a timeout while the leader stepped down")
 	require.NotErrorIs(t, err, store.ErrConflict)
 	err = s.Delete(context.Background(), r.Owner, r.ID, rev)
 	require.ErrorIs(t, err, store.ErrUnavailable, "a delete too")
 	require.NotErrorIs(t, err, store.ErrConflict)
+	require.ErrorContains(t, err, "in process")
 }
 
 // Writes one after the other to one key, each at the revision the last one returned, all
