@@ -321,34 +321,20 @@ func TestARecordIsKeptAsLongAsItsStateCouldWriteIt(t *testing.T) {
 	assert.Equal(t, int32(1), b.starts.Load(), "the handler ran once")
 }
 
-// noNewRecords is a full store: it refuses new records, and still takes changes to those it
-// has (they do not grow).
-type noNewRecords struct {
-	store.Store
-	full atomic.Bool
-}
-
-func (f *noNewRecords) Create(ctx context.Context, r store.Record) (uint64, error) {
-	if f.full.Load() {
-		return 0, fmt.Errorf("%w: the test filled it", store.ErrFull)
-	}
-	return f.Store.Create(ctx, r)
-}
-
 // Once a first round's write behind its prompt has failed, new questions are refused before
 // they are asked until a new record is written again: another question's next round,
 // written to a store that refuses only new records, does not count.
 func TestAFullStoreRefusesNewQuestionsAfterOneWentOut(t *testing.T) {
 	withRecordBehind(t)
-	f := &noNewRecords{Store: memory.New(memory.Options{})}
+	f := &refusing{Store: memory.New(memory.Options{})} // full: no new records, changes taken
 	a := newCluster(t, 1, f, nil)[0]
 	w := a.call(t, "", 0, nil)
-	y := oneOut(t, a, func() { f.full.Store(true) }, ask.CodeStoreFull)
+	y := oneOut(t, a, func() { f.refuse(&f.create, fmt.Errorf("%w: the test filled it", store.ErrFull)) }, ask.CodeStoreFull)
 	r, _ := asked(t, a.call(t, w.RequestState, 1, map[string]any{"name": "Ada", "age": 12}))
 	require.Equal(t, 2, r, "the first question's re-prompt is written")
 	p := payload(t, a, "", 0, nil)
 	assert.Equal(t, ask.CodeStoreFull, p["code"], "still refused: %v", p)
-	f.full.Store(false)
+	f.create.Store(nil)
 	out := payload(t, a, y.RequestState, 1, ada)
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
 }

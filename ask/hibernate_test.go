@@ -251,36 +251,22 @@ func TestAHibernatingQuestionsRecordIsReclaimedAtItsDeadline(t *testing.T) {
 	assert.Zero(t, records(), "reclaimed the retention after its close, not at the deadline it had")
 }
 
-// updatesDown is a store whose writes of existing records fail once down is set; the rest
-// still answers.
-type updatesDown struct {
-	store.Store
-	down atomic.Bool
-}
-
-func (u *updatesDown) Update(ctx context.Context, r store.Record) (uint64, error) {
-	if u.down.Load() {
-		return 0, fmt.Errorf("%w: the test refuses writes", store.ErrUnavailable)
-	}
-	return u.Store.Update(ctx, r)
-}
-
 // A retry for a question that timed out while it hibernated, when the store will not take
 // the write that makes its result: the retry hears STORE_UNAVAILABLE (send again), and the
 // node goes on; once the store is back, the same retry gets the timeout.
 func TestAClosedQuestionsRetryOutlivesAFailedWrite(t *testing.T) {
-	s := &updatesDown{}
+	s := &refusing{}
 	clk, heard, nodes := heardClusterOn(t, func(m *memory.Store) store.Store { s.Store = m; return s })
 	first := nodes[0].call(t, "", 0, nil)
 	clk.Add(time.Minute)
 	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "the end is reported at the deadline")
 
-	s.down.Store(true)
+	s.refuse(&s.update, fmt.Errorf("%w: the test refuses writes", store.ErrUnavailable))
 	for _, n := range nodes {
 		p := payload(t, n, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
 		assert.Equal(t, ask.CodeStoreUnavailable, p["code"], "%v", p)
 	}
-	s.down.Store(false)
+	s.update.Store(nil)
 	p := payload(t, nodes[1], first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
 	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
 	assert.Len(t, heard.get(), 1, "reported once")

@@ -17,6 +17,30 @@ import (
 	"github.com/elicitd/elicitd/store/memory"
 )
 
+// refusing is a store whose creates, or updates, fail with the error set for them (nil:
+// they go through); the rest answers.
+type refusing struct {
+	store.Store
+	create, update atomic.Pointer[error]
+}
+
+// refuse makes the calls p stands for fail with err.
+func (r *refusing) refuse(p *atomic.Pointer[error], err error) { p.Store(&err) }
+
+func (r *refusing) Create(ctx context.Context, rec store.Record) (uint64, error) {
+	if err := r.create.Load(); err != nil {
+		return 0, *err
+	}
+	return r.Store.Create(ctx, rec)
+}
+
+func (r *refusing) Update(ctx context.Context, rec store.Record) (uint64, error) {
+	if err := r.update.Load(); err != nil {
+		return 0, *err
+	}
+	return r.Store.Update(ctx, rec)
+}
+
 // flaky is a store that can be made unreachable, as a NATS store is while its server is
 // down.
 type flaky struct {
