@@ -236,7 +236,7 @@ func TestOneStateIsUsedOnceAcrossNodes(t *testing.T) {
 			for _, node := range nodes {
 				p, err := elicittest.Payload(node.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 20 + w}))
 				require.NoError(t, err)
-				assert.Equal(t, float64(20+w), p["age"], "the winner's identical resend gets its outcome again")
+				assert.Equal(t, float64(20+w), p["age"], "the winner's identical resend gets its outcome again: %v", p)
 			}
 		})
 	}
