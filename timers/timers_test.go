@@ -1,0 +1,199 @@
+package timers_test
+
+import (
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/elicitd/elicitd/timers"
+)
+
+// Every test in the package must leave no goroutine behind.
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// countingClock is a mock clock that counts the clock timers armed on it.
+type countingClock struct {
+	*clock.Mock
+	armed atomic.Int32
+}
+
+func (c *countingClock) AfterFunc(d time.Duration, f func()) *clock.Timer {
+	c.armed.Add(1)
+	return c.Mock.AfterFunc(d, f)
+}
+
+// fixture is a Set of string items on a mock clock, whose fires arrive on fired.
+type fixture struct {
+	clk   *countingClock
+	set   *timers.Set[string]
+	fired chan string
+}
+
+func newFixture(t *testing.T) *fixture {
+	f := &fixture{clk: &countingClock{Mock: clock.NewMock()}, fired: make(chan string, 10_000)}
+	f.set = timers.New[string](f.clk, func(item string) { f.fired <- item })
+	t.Cleanup(f.set.Close)
+	return f
+}
+
+// next is the next item fired; the test fails if none comes within a generous bound (a
+// fire runs on a goroutine of its own, after the clock moved).
+func (f *fixture) next(t *testing.T) string {
+	t.Helper()
+	select {
+	case item := <-f.fired:
+		return item
+	case <-time.After(10 * time.Second):
+		t.Fatal("no timer fired")
+		return ""
+	}
+}
+
+func TestTimersFireAtTheirDeadlinesInOrder(t *testing.T) {
+	f := newFixture(t)
+	now := f.clk.Now()
+	f.set.Start("c", now.Add(3*time.Second))
+	f.set.Start("a", now.Add(time.Second))
+	f.set.Start("b", now.Add(2*time.Second))
+	require.Equal(t, 3, f.set.Len())
+
+	f.clk.Add(999 * time.Millisecond)
+	assert.Equal(t, 3, f.set.Len(), "nothing fires before its deadline")
+	f.clk.Add(time.Millisecond)
+	assert.Equal(t, "a", f.next(t))
+	f.clk.Add(time.Second)
+	assert.Equal(t, "b", f.next(t))
+	f.clk.Add(time.Second)
+	assert.Equal(t, "c", f.next(t))
+	assert.Equal(t, 0, f.set.Len())
+}
+
+func TestManyTimersShareOneClockTimer(t *testing.T) {
+	f := newFixture(t)
+	now := f.clk.Now()
+	for i := range 1000 {
+		f.set.Start("later", now.Add(time.Minute+time.Duration(i)*time.Millisecond))
+	}
+	assert.EqualValues(t, 1, f.clk.armed.Load(), "later deadlines do not arm the clock again")
+	f.set.Start("sooner", now.Add(time.Second))
+	assert.EqualValues(t, 2, f.clk.armed.Load(), "an earlier one does")
+	f.clk.Add(time.Second)
+	assert.Equal(t, "sooner", f.next(t))
+	f.clk.Add(2 * time.Minute)
+	for range 1000 {
+		assert.Equal(t, "later", f.next(t))
+	}
+	assert.Equal(t, 0, f.set.Len())
+}
+
+func TestAStoppedTimerDoesNotFire(t *testing.T) {
+	f := newFixture(t)
+	now := f.clk.Now()
+	stopped := f.set.Start("stopped", now.Add(time.Second))
+	f.set.Start("kept", now.Add(2*time.Second))
+	assert.True(t, stopped.Stop(), "it was pending")
+	assert.False(t, stopped.Stop(), "twice: it was not")
+	assert.Equal(t, 1, f.set.Len())
+	f.clk.Add(2 * time.Second)
+	assert.Equal(t, "kept", f.next(t), "the stopped one, due first, never came")
+	assert.Equal(t, 0, f.set.Len())
+}
+
+func TestResetMovesADeadlineEitherWay(t *testing.T) {
+	f := newFixture(t)
+	now := f.clk.Now()
+	tm := f.set.Start("x", now.Add(10*time.Second))
+	assert.True(t, tm.Reset(now.Add(time.Second)), "pending")
+	f.clk.Add(time.Second)
+	assert.Equal(t, "x", f.next(t), "at the earlier deadline")
+
+	assert.False(t, tm.Reset(f.clk.Now().Add(5*time.Second)), "it had fired")
+	f.clk.Add(4 * time.Second)
+	assert.Equal(t, 1, f.set.Len(), "not yet")
+	tm.Reset(f.clk.Now().Add(10 * time.Second))
+	f.clk.Add(time.Second)
+	assert.Equal(t, 1, f.set.Len(), "moved later: not at the deadline it had")
+	f.clk.Add(9 * time.Second)
+	assert.Equal(t, "x", f.next(t))
+}
+
+func TestADeadlineThatHasPassedFiresOnTheClocksNextMove(t *testing.T) {
+	f := newFixture(t)
+	f.set.Start("late", f.clk.Now().Add(-time.Second))
+	f.clk.Add(0)
+	assert.Equal(t, "late", f.next(t))
+}
+
+func TestCloseStopsEverything(t *testing.T) {
+	f := newFixture(t)
+	now := f.clk.Now()
+	a := f.set.Start("a", now.Add(time.Second))
+	f.set.Close()
+	assert.Equal(t, 0, f.set.Len())
+	assert.False(t, a.Stop(), "closed: no longer pending")
+	b := f.set.Start("b", now.Add(time.Second))
+	a.Reset(now.Add(time.Second))
+	f.clk.Add(time.Hour)
+	assert.Equal(t, 0, f.set.Len())
+	assert.False(t, b.Stop())
+	f.set.Start("after", now) // a set that fired would deliver this one too
+	assert.Empty(t, f.fired, "nothing fires after Close")
+}
+
+// Timers started, reset and stopped from many goroutines at once: each fires once exactly,
+// unless a Stop that reported it pending came first.
+func TestConcurrentUseFiresEachOnce(t *testing.T) {
+	clk := clock.NewMock()
+	var mu sync.Mutex
+	fires := map[int]int{}
+	all := make(chan struct{}, 10_000)
+	set := timers.New[int](clk, func(i int) {
+		mu.Lock()
+		fires[i]++
+		mu.Unlock()
+		all <- struct{}{}
+	})
+	t.Cleanup(set.Close)
+	now := clk.Now()
+	var stopped atomic.Int32
+	var wg sync.WaitGroup
+	const workers, each = 8, 200
+	for w := range workers {
+		wg.Go(func() {
+			for j := range each {
+				i := w*each + j
+				tm := set.Start(i, now.Add(time.Duration(1+i%50)*time.Millisecond))
+				if i%3 == 0 {
+					tm.Reset(now.Add(time.Duration(1+i%7) * time.Millisecond))
+				}
+				if i%4 == 0 && tm.Stop() {
+					stopped.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	clk.Add(time.Second)
+	want := workers*each - int(stopped.Load())
+	for range want {
+		select {
+		case <-all:
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%d of %d timers fired", len(fires), want)
+		}
+	}
+	assert.Equal(t, 0, set.Len())
+	mu.Lock()
+	defer mu.Unlock()
+	assert.Len(t, fires, want)
+	for i, n := range fires {
+		assert.Equal(t, 1, n, "timer %d fired %d times", i, n)
+		assert.NotZero(t, i%4, "timer %d was stopped", i)
+	}
+}
