@@ -138,7 +138,7 @@ func (el *Elicitor) manageRecord(ctx context.Context, rec store.Record, op forwa
 		next, end = ended, &e
 		out = map[string]any{"id": op.ID, "state": "cancelled"}
 	case "extend":
-		if !el.extendDue(&next, rec.Created, time.Duration(op.Seconds)*time.Second) {
+		if !el.extendDue(&next, store.QuestionCreated(rec), time.Duration(op.Seconds)*time.Second) {
 			return nil, Errorf(CodeNotFound, "finished", "question %q has already ended", op.ID)
 		}
 		out = map[string]any{"id": op.ID, "deadline": next.Due.UTC().Format(time.RFC3339)}

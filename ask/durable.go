@@ -74,7 +74,8 @@ type durable struct {
 	replay   []store.Round
 	replayed int
 	until    time.Time
-	liveAsk  int // the number of the question it was asking (1 for the first Ask)
+	liveAsk  int       // the number of the question it was asking (1 for the first Ask)
+	asked    time.Time // when that question was first asked (store.QuestionCreated)
 
 	asks int // the questions the call has asked (Ask calls), this one included
 
@@ -336,7 +337,7 @@ func (c *call) handChange(pr elicitation.Prompt, sum string, n int, out json.Raw
 	return func(rec *store.Record) error {
 		rec.Handed, rec.Prompt, rec.Outcome, rec.Ends, rec.Asleep = n, sum, out, c.carried(out), sleeps
 		rec.Due, rec.Deadline = snap.Deadline, snap.Deadline.Add(c.el.retention())
-		rec.Question, rec.Title, rec.Attempts, rec.Asks = snap.ID, snap.Title, pr.Attempt, asks
+		rec.Question, rec.Title, rec.Attempts, rec.Asks, rec.Asked = snap.ID, snap.Title, pr.Attempt, asks, snap.Created
 		return nil
 	}
 }

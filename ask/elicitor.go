@@ -20,6 +20,7 @@ import (
 	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/registry"
 	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/timers"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -133,10 +134,11 @@ type Elicitor struct {
 	// after a write behind failed).
 	recordBehind bool
 	syncFirst    atomic.Bool
-	hibernate    bool         // !Options.KeepAwake
-	sleepers     atomic.Int64 // hibernating questions this node holds the timers of
-	asleep       sync.Map     // call id -> *sleeper, for those
-	node         string       // this Elicitor's name among those sharing the store
+	hibernate    bool                  // !Options.KeepAwake
+	sleepers     atomic.Int64          // hibernating questions this node holds the timers of
+	asleep       asleepIndex           // call id -> *sleeper, for those
+	deadlines    *timers.Set[*sleeper] // their deadlines, on one clock timer
+	node         string                // this Elicitor's name among those sharing the store
 	stopRelay    func()
 	stopping     atomic.Bool  // Close has begun
 	onEnd        func(Ending) // Options.OnEnd
@@ -192,6 +194,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
 		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: o.OnEnd, moreStats: o.MoreStats}
 	el.recordBehind, el.hibernate = o.RecordBehind, !o.KeepAwake
+	el.deadlines = timers.New(o.Clock, (*sleeper).expire)
 	el.pingEvery, el.pingWait = cmp.Or(o.PingEvery, DefaultPingEvery), cmp.Or(o.PingWait, DefaultPingWait)
 	el.syncFirst.Store(true)
 	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
@@ -219,6 +222,7 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 	if err := el.reg.Close(ctx, reason); err != nil {
 		return err
 	}
+	el.deadlines.Close() // the registry has released every sleeper; none fires from here
 	if el.roster != nil {
 		el.roster.close(asleep)
 	}
@@ -444,6 +448,9 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		// The question a call taken over was asking keeps the deadline it had (the earlier
 		// ones were answered in time).
 		spec.Due = c.until
+	}
+	if c.asks == c.liveAsk {
+		spec.Created = c.asked // and its age: zero for a call not resumed
 	}
 	// The question a replay reaches live goes on under its own id, already counted.
 	resumed := c.question != "" && c.asks == c.liveAsk

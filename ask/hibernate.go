@@ -6,8 +6,9 @@ package ask
 // hibernates, as an Erlang process does with erlang:hibernate/3: the question's actor is
 // ended without an outcome, the handler's context is cancelled so that its Ask returns
 // and its goroutine ends, and what stays in the process is a sleeper, the question's
-// registry entry (listed, cancelled and extended as the actor was) with one runtime timer
-// for its deadline. The record is the question's state.
+// registry entry (listed, cancelled and extended as the actor was) with its deadline in
+// the node's timer heap (package timers: one clock timer for them all). The record is the
+// question's state.
 //
 // The next round wakes it on whichever node the client's retry reaches: the take-over path
 // (replay.go) runs the handler again, each earlier round answered from the record's log,
@@ -26,16 +27,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"sync"
 	"time"
 
-	"github.com/benbjohnson/clock"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/registry"
 	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/timers"
 )
 
 // errHibernated is what Ask returns to a handler whose call hibernates: the handler's
@@ -83,7 +85,7 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 	c.wmu.Unlock()
 	e := pr.Elicitation
 	snap := e.Snapshot()
-	s := &sleeper{el: el, call: c.id, owner: c.owner, snap: snap, rec: rec}
+	s := newSleeper(el, rec, snap)
 	s.idle = el.pullIdle > 0 && !snap.Deadline.Before(el.clk.Now().Add(el.pullIdle-time.Second))
 	c.mu.Lock()
 	if c.killed || c.sleeping != nil || c.claimed >= n || c.handed != n || !el.reg.Hibernate(e, s) {
@@ -114,7 +116,7 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 	// is left open then, its record for another node, as those already asleep are.
 	if o, _ := e.Outcome(); ended && o.State == elicitation.Cancelled && !el.stopping.Load() {
 		if err := s.Cancel(o.Reason); err != nil {
-			el.log.Warn("a question cancelled as it fell asleep could not be closed; it ends at its deadline", "id", s.snap.ID, "error", err.Error())
+			el.log.Warn("a question cancelled as it fell asleep could not be closed; it ends at its deadline", "id", snap.ID, "error", err.Error())
 		}
 	}
 }
@@ -124,16 +126,21 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 var sleepHook func(questionID string)
 
 // sleeper is a hibernating question in its node's registry: enough to list it, and its
-// deadline's timer. Everything else is its record.
+// deadline's timer. Everything else is its record. It is what an open question costs a
+// node (BenchmarkLiveQuestions), so it keeps nothing its record has: its snapshot is made
+// from the record when asked for (Snapshot).
 type sleeper struct {
 	el    *Elicitor
 	call  string // the call's id: its record's
 	owner string
-	idle  bool // its deadline is Options.PullIdle's expiry: it ends abandoned
+	// What the record does not say of the question: its round (the record's Handed counts
+	// the call's rounds) and its limits.
+	round                  int32
+	maxAttempts, maxRounds int32
+	idle                   bool // its deadline is Options.PullIdle's expiry: it ends abandoned
 
 	mu    sync.Mutex
-	snap  elicitation.Snapshot
-	timer *clock.Timer
+	timer *timers.Timer[*sleeper] // in el.deadlines
 	// rec is the record as this node last wrote it, less what a wake's write replaces
 	// (Outcome, Ends): a retry that answers the round reaching this node wakes the call
 	// from it, compare-and-set on its revision, without reading the store first. Its
@@ -156,23 +163,42 @@ func (s *sleeper) kept() store.Record {
 
 var _ registry.Member = (*sleeper)(nil)
 
-func (s *sleeper) ID() string { return s.snap.ID }
+// newSleeper is the sleeper of the question snap shows, asleep in rec (trimmed).
+func newSleeper(el *Elicitor, rec store.Record, snap elicitation.Snapshot) *sleeper {
+	return &sleeper{el: el, call: rec.ID, owner: rec.Owner, round: int32(min(snap.Round, math.MaxInt32)),
+		maxAttempts: int32(min(snap.MaxAttempts, math.MaxInt32)), maxRounds: int32(min(snap.MaxRounds, math.MaxInt32)), rec: rec}
+}
 
-// Snapshot is the question as it went to sleep, with its deadline as extended since.
+func (s *sleeper) ID() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.rec.Question
+}
+
+// Snapshot is the question as it went to sleep, with its deadline as extended since (its
+// record's Due).
 func (s *sleeper) Snapshot() elicitation.Snapshot {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.snap
+	return s.snapshot()
+}
+
+// snapshot is Snapshot, with s.mu held.
+func (s *sleeper) snapshot() elicitation.Snapshot {
+	return elicitation.Snapshot{ID: s.rec.Question, Title: s.rec.Title, Tool: s.rec.Tool, State: elicitation.Active,
+		Round: int(s.round), Attempt: s.rec.Attempts, MaxAttempts: int(s.maxAttempts), MaxRounds: int(s.maxRounds),
+		Created: store.QuestionCreated(s.rec), Deadline: s.rec.Due}
 }
 
 // arm sets the timer that ends the question at at.
 func (s *sleeper) arm(at time.Time) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.timer != nil {
-		s.timer.Stop()
+	if s.timer == nil {
+		s.timer = s.el.deadlines.Start(s, at)
+	} else {
+		s.timer.Reset(at)
 	}
-	s.timer = s.el.clk.AfterFunc(at.Sub(s.el.clk.Now()), s.expire)
 }
 
 // Release stops the timer: the registry dropped s (its node stops; the record stays for
@@ -213,7 +239,7 @@ func (s *sleeper) Cancel(reason elicitation.Reason) error {
 
 // moved reports whether rec is no longer the record s sleeps in (at epoch).
 func (s *sleeper) moved(rec store.Record, epoch uint64) bool {
-	return rec.State != "active" || !rec.Asleep || rec.Node != s.el.node || rec.Epoch != epoch || rec.Question != s.snap.ID
+	return rec.State != "active" || !rec.Asleep || rec.Node != s.el.node || rec.Epoch != epoch || rec.Question != s.ID()
 }
 
 // change applies f to s's record, compare-and-set with the next epoch (so that a node
@@ -280,11 +306,12 @@ func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error 
 	if err != nil {
 		return err
 	}
-	end := recordEnding(rec, state, reason, s.snap.Created, now)
-	o := elicitation.Outcome{ID: s.snap.ID, Title: s.snap.Title, Tool: s.snap.Tool, State: state, Reason: reason,
-		Attempts: rec.Attempts, Rounds: rec.Handed, Created: s.snap.Created, Ended: now}
+	created := store.QuestionCreated(rec)
+	end := recordEnding(rec, state, reason, created, now)
+	o := elicitation.Outcome{ID: rec.Question, Title: rec.Title, Tool: rec.Tool, State: state, Reason: reason,
+		Attempts: rec.Attempts, Rounds: rec.Handed, Created: created, Ended: now}
 	s.drop(&o)
-	el.tally.end(s.snap.Tool, true, o)
+	el.tally.end(rec.Tool, true, o)
 	if el.onEnd != nil {
 		el.onEnd(end)
 	}
@@ -295,13 +322,46 @@ func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error 
 // record (keptRecord); drop undoes it.
 func (el *Elicitor) holdSleeper(s *sleeper) {
 	el.sleepers.Add(1)
-	el.asleep.Store(s.call, s)
+	el.asleep.store(s.call, s)
+}
+
+// asleepIndex is the sleepers a node holds, by call id: a map under a mutex rather than a
+// sync.Map, whose trie nodes cost an open question some 120 bytes more
+// (BenchmarkLiveQuestions).
+type asleepIndex struct {
+	mu sync.Mutex
+	m  map[string]*sleeper
+}
+
+func (x *asleepIndex) store(id string, s *sleeper) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m == nil {
+		x.m = map[string]*sleeper{}
+	}
+	x.m[id] = s
+}
+
+// load is the sleeper of call id, nil if none.
+func (x *asleepIndex) load(id string) *sleeper {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.m[id]
+}
+
+// drop removes s, if it is still call id's.
+func (x *asleepIndex) drop(id string, s *sleeper) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m[id] == s {
+		delete(x.m, id)
+	}
 }
 
 // drop takes s out of the registry (with o: its question ended so) and stops its timer.
 func (s *sleeper) drop(o *elicitation.Outcome) {
 	s.Release()
-	s.el.asleep.CompareAndDelete(s.call, s)
+	s.el.asleep.drop(s.call, s)
 	if s.el.reg.Drop(s, o) {
 		s.el.sleepers.Add(-1)
 	}
@@ -311,7 +371,7 @@ func (s *sleeper) drop(o *elicitation.Outcome) {
 func (s *sleeper) Extend(d time.Duration) (time.Time, error) {
 	el := s.el
 	rec, err := s.change(func(rec store.Record) (store.Record, error) {
-		if !el.extendDue(&rec, s.snap.Created, d) {
+		if !el.extendDue(&rec, store.QuestionCreated(rec), d) {
 			return rec, elicitation.ErrFinished
 		}
 		return rec, nil
@@ -319,10 +379,7 @@ func (s *sleeper) Extend(d time.Duration) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	s.mu.Lock()
-	s.snap.Deadline = rec.Due
-	s.mu.Unlock()
-	s.arm(rec.Due)
+	s.arm(rec.Due) // s keeps the record, with its new Due, since change
 	return rec.Due, nil
 }
 
@@ -336,7 +393,7 @@ func (c *call) closedOutcome(spec elicitation.Spec) elicitation.Outcome {
 	}
 	c.wmu.Lock()
 	if c.rec != nil {
-		o.Attempts, o.Rounds, o.Created = c.rec.Attempts, c.rec.Handed, c.rec.Created
+		o.Attempts, o.Rounds, o.Created = c.rec.Attempts, c.rec.Handed, store.QuestionCreated(*c.rec)
 	}
 	c.wmu.Unlock()
 	return o
@@ -366,7 +423,7 @@ func (el *Elicitor) endRecord(rec store.Record, state elicitation.State, reason 
 		return rec, Ending{}, err
 	}
 	now := el.clk.Now()
-	end := recordEnding(rec, state, reason, rec.Created, now)
+	end := recordEnding(rec, state, reason, store.QuestionCreated(rec), now)
 	ends, err := encodeEnds([]Ending{end})
 	if err != nil {
 		return rec, Ending{}, err
@@ -504,10 +561,7 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
 		}
 		next := rec
 		next.Node, next.Epoch = el.node, rec.Epoch+1
-		s := &sleeper{el: el, call: rec.ID, owner: rec.Owner, snap: elicitation.Snapshot{
-			ID: rec.Question, Title: rec.Title, Tool: rec.Tool, State: elicitation.Active, Round: rec.Handed,
-			Attempt: rec.Attempts, MaxAttempts: el.maxAttempts, MaxRounds: el.maxRounds, Created: rec.Created, Deadline: rec.Due},
-			rec: trimmed(rec)}
+		s := newSleeper(el, trimmed(rec), elicitation.Snapshot{Round: rec.Handed, MaxAttempts: el.maxAttempts, MaxRounds: el.maxRounds})
 		// Held here before the record says so: a record made this node's that no sleeper
 		// here held would wait for a retry to end it, not for its deadline.
 		if el.reg.Adopt(rec.Owner, s) != nil {
@@ -536,11 +590,10 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
 // it without reading the store. Any other retry (an identical resend, a round this node has
 // not seen) reads the store.
 func (el *Elicitor) keptRecord(owner, id string, round int) (store.Record, bool) {
-	v, ok := el.asleep.Load(id)
-	if !ok {
+	s := el.asleep.load(id)
+	if s == nil {
 		return store.Record{}, false
 	}
-	s := v.(*sleeper)
 	rec := s.kept()
 	if s.owner != owner || rec.Handed != round || rec.Claimed >= round {
 		return store.Record{}, false

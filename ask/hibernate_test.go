@@ -324,3 +324,43 @@ func TestACancelAsTheCallFallsAsleepEndsTheQuestion(t *testing.T) {
 	p := payload(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
 	assert.Equal(t, ask.CodeCancelled, p["code"], "%v", p)
 }
+
+// A hibernating question is listed as it would be awake: its sleeper keeps no snapshot of
+// its own but makes one from its record, and what the record does not hold (the question's
+// round and creation, its attempt limit) it keeps beside. The same calls, on a node that
+// keeps its calls awake and on one that hibernates them, on clocks at the same time: the
+// lists differ only in the ids, through a re-prompt and an extension.
+func TestAHibernatingQuestionListsAsItWouldAwake(t *testing.T) {
+	listing := func(keep bool) map[string]any {
+		if keep {
+			awake(t)
+		}
+		clk := clock.NewMock()
+		clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+		n := newClusterOn(t, clk, 1, memory.New(memory.Options{Clock: clk}), nil)[0]
+		first := n.call(t, "", 0, nil)
+		clk.Add(7 * time.Second)
+		second := n.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
+		r, _ := asked(t, second)
+		require.Equal(t, 2, r, "re-prompted")
+		listed := n.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+		require.Len(t, listed, 1)
+		q := listed[0].(map[string]any)
+		id := q["id"]
+		require.Eventually(t, func() bool { return keep || n.el.Counts().Hibernated == 2 }, 5*time.Second, time.Millisecond)
+		clk.Add(3 * time.Second)
+		ext := n.manage(t, "extend_elicitation", map[string]any{"id": id, "seconds": 90})
+		require.Equal(t, id, ext["id"], "%v", ext)
+		listed = n.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
+		require.Len(t, listed, 1)
+		q = listed[0].(map[string]any)
+		delete(q, "id")
+		return q
+	}
+	kept := listing(true)
+	keepAwake = false
+	asleep := listing(false)
+	assert.Equal(t, kept, asleep)
+	assert.EqualValues(t, 2, asleep["round"])
+	assert.EqualValues(t, 2, asleep["attempt"])
+}

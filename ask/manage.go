@@ -11,6 +11,7 @@ import (
 
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/registry"
+	"github.com/elicitd/elicitd/store"
 )
 
 // MaxExtendSeconds bounds one extend_elicitation call; the question's lifetime bounds the
@@ -87,7 +88,7 @@ func (el *Elicitor) list(owner string, _ listInput) (any, error) {
 	// With a store, the owner's open 2026-07-28 questions held by other nodes too.
 	for _, rec := range el.remoteRecords(owner) {
 		out = append(out, listedElicitation{ID: rec.Question, Tool: rec.Tool, Title: rec.Title, State: elicitation.Active.String(),
-			Round: rec.Handed, Attempt: rec.Attempts, MaxAttempts: el.maxAttempts, AgeSeconds: now.Sub(rec.Created).Seconds(),
+			Round: rec.Handed, Attempt: rec.Attempts, MaxAttempts: el.maxAttempts, AgeSeconds: now.Sub(store.QuestionCreated(rec)).Seconds(),
 			Deadline: rec.Due.UTC().Format(time.RFC3339)})
 	}
 	return map[string]any{"elicitations": out}, nil

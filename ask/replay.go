@@ -218,6 +218,7 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 func (el *Elicitor) replayCall(req *mcp.CallToolRequest, rec store.Record, next *store.Record) *call {
 	c := el.newCall(req, rec.Owner, rec.ID, true)
 	c.rec, c.replay, c.until, c.liveAsk, c.question = next, next.Log, rec.Due, rec.Asks, rec.Question
+	c.asked = store.QuestionCreated(rec)
 	return c
 }
 

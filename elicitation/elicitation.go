@@ -129,12 +129,16 @@ func Start(id string, spec Spec, env Env) (*Elicitation, error) {
 		clk = clock.New()
 	}
 	now := clk.Now()
+	created := now
+	if !spec.Created.IsZero() && spec.Created.Before(now) {
+		created = spec.Created
+	}
 	e := &Elicitation{
 		id:          id,
 		title:       spec.Title,
 		tool:        spec.Tool,
-		created:     now,
-		latest:      now.Add(spec.MaxLifetime),
+		created:     created,
+		latest:      created.Add(spec.MaxLifetime),
 		maxAttempts: spec.MaxAttempts,
 		maxRounds:   spec.MaxRounds,
 		prompter:    spec.Prompter,

@@ -607,3 +607,33 @@ func TestSnapshotOfAFreshElicitationIsConsistent(t *testing.T) {
 	assert.Equal(t, elicitation.Active, e.Snapshot().State)
 	require.NoError(t, e.Cancel(elicitation.Shutdown))
 }
+
+// A question resumed from its record (Spec.Created) keeps its age, and its lifetime still
+// counts from when it was first asked: waking it does not buy it a new lifetime.
+func TestAResumedQuestionKeepsItsAgeAndLifetime(t *testing.T) {
+	f := newFixture()
+	asked := f.clk.Now()
+	f.clk.Add(8 * time.Minute) // it slept, and is resumed now
+	spec := f.spec()
+	spec.Timeout = time.Minute
+	spec.MaxLifetime = 10 * time.Minute
+	spec.Created = asked
+	e := f.start(t, spec)
+	f.prompts.Next(t)
+	assert.True(t, e.Snapshot().Created.Equal(asked), "created %v, want %v", e.Snapshot().Created, asked)
+
+	d, err := e.Extend(time.Hour)
+	require.NoError(t, err)
+	assert.True(t, d.Equal(asked.Add(10*time.Minute)), "capped at the lifetime from when it was asked: %v", d)
+	require.NoError(t, e.Cancel(elicitation.Operator))
+	o := elicitationtest.WaitDone(t, e)
+	assert.True(t, o.Created.Equal(asked), "the outcome says when it was asked")
+
+	// A Created in the future is no creation time: the start is.
+	spec.Created = f.clk.Now().Add(time.Hour)
+	later := f.start(t, spec)
+	f.prompts.Next(t)
+	assert.True(t, later.Snapshot().Created.Equal(f.clk.Now()))
+	require.NoError(t, later.Cancel(elicitation.Operator))
+	elicitationtest.WaitDone(t, later)
+}

@@ -112,6 +112,10 @@ type Spec struct {
 	// question taken over from another node keeps the deadline it had there, even one that
 	// has passed, which ends it as TimedOut at the first event it takes.
 	Due time.Time
+	// Created, when set and earlier than the start, is when the question was first asked: a
+	// question resumed from its record (taken over, or woken from hibernation) keeps its
+	// age, and MaxLifetime still counts from then.
+	Created time.Time
 }
 
 // SpecError reports a Spec that Start refuses, naming the field and what it expects.

@@ -245,6 +245,10 @@ type Record struct {
 	Title    string `json:"title,omitempty"`
 	// Asks is the number of the question being asked among the call's (1 for its first).
 	Asks int `json:"asks,omitempty"`
+	// Asked is when the question being asked was first asked (Created is the call's start):
+	// its age, and the lifetime that bounds its extensions, count from it wherever it is
+	// resumed. Zero in records written before it existed: QuestionCreated falls back.
+	Asked time.Time `json:"asked,omitzero"`
 
 	// Open lists, in a node's roster record, the 2025-11-25 questions the node has open:
 	// their sessions live in its memory only, and when it dies the survivors end them.
@@ -255,6 +259,15 @@ type Record struct {
 
 	// Revision is set by the store on every read and write; Update and Delete compare it.
 	Revision uint64 `json:"-"`
+}
+
+// QuestionCreated is when rec's question was first asked: Asked, or, in a record without
+// it, Created (the call's start, when its first question was asked).
+func QuestionCreated(rec Record) time.Time {
+	if rec.Asked.IsZero() {
+		return rec.Created
+	}
+	return rec.Asked
 }
 
 // Round is one answered round of a question.
