@@ -456,11 +456,15 @@ func (el *Elicitor) woke(rec store.Record) {
 	if err != nil {
 		return
 	}
+	// Best effort, either way: a sleeper whose notice is lost finds its record moved when
+	// its timer fires, and drops itself then. A notice is one message, with no answer.
+	if n, ok := el.relay.(store.Notifier); ok {
+		_ = n.Notify(rec.Node, msg)
+		return
+	}
 	el.busy.begin()
 	go func() {
 		defer el.busy.end()
-		// Best effort: a sleeper whose notice is lost finds its record moved when its
-		// timer fires, and drops itself then.
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_, _ = el.relay.Send(ctx, rec.Node, msg)

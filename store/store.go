@@ -174,6 +174,13 @@ type Relay interface {
 	Send(ctx context.Context, node string, msg []byte) ([]byte, error)
 }
 
+// Notifier is a Relay that also sends notices: one message to a node's handler, whose answer
+// nobody waits for. Delivery is at most once, as a request's; a notice to a node that is not
+// running is lost without an error.
+type Notifier interface {
+	Notify(node string, msg []byte) error
+}
+
 // ErrNoNode: no process serves the node a request was sent to (it stopped, or died).
 var ErrNoNode = errors.New("store: no such node is running")
 

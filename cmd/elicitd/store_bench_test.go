@@ -135,7 +135,7 @@ func startListening(b testing.TB, binary string, args []string) *httpServer {
 // storeCallsRun is a store's implRun: conc client sessions (from session), one for each
 // goroutine of a batch (a goroutine takes one from the pool for each call), each making
 // whole calls.
-func storeCallsRun(b *testing.B, name string, session func() *mcp.ClientSession, conc int) *implRun {
+func storeCallsRun(b testing.TB, name string, session func() *mcp.ClientSession, conc int) *implRun {
 	pool := make(chan *mcp.ClientSession, conc)
 	for range conc {
 		pool <- session()

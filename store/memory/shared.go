@@ -46,7 +46,10 @@ type served struct {
 	cancel context.CancelFunc
 }
 
-var _ store.Relay = (*Relay)(nil)
+var (
+	_ store.Relay    = (*Relay)(nil)
+	_ store.Notifier = (*Relay)(nil)
+)
 
 // Serve has h answer node's requests until stop.
 func (r *Relay) Serve(node string, h func(context.Context, []byte) []byte) (func(), error) {
@@ -69,6 +72,19 @@ func (r *Relay) Serve(node string, h func(context.Context, []byte) []byte) (func
 		r.mu.Unlock()
 		cancel()
 	}, nil
+}
+
+// Notify runs node's handler with msg on a goroutine of its own, and drops its answer;
+// nothing, if nothing serves node.
+func (r *Relay) Notify(node string, msg []byte) error {
+	r.mu.Lock()
+	sv := r.nodes[node]
+	r.mu.Unlock()
+	if sv != nil {
+		msg = bytes.Clone(msg)
+		go sv.h(sv.ctx, msg)
+	}
+	return nil
 }
 
 // Send runs node's handler with msg and returns its answer, store.ErrNoNode if nothing

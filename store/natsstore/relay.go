@@ -94,4 +94,19 @@ func (s *Store) Send(ctx context.Context, node string, msg []byte) ([]byte, erro
 	return nil, fmt.Errorf("%w: send to node %s: %v", store.ErrUnavailable, node, err)
 }
 
-var _ store.Relay = (*Store)(nil)
+// Notify publishes msg to node's subject: core NATS, no reply subject, so Serve's handler
+// answers nothing.
+func (s *Store) Notify(node string, msg []byte) error {
+	if !store.ValidID(node) {
+		return fmt.Errorf("%w: node name %q", store.ErrInvalid, node)
+	}
+	if err := s.nc.Publish(s.relaySubject(node), msg); err != nil {
+		return fmt.Errorf("%w: notify node %s: %v", store.ErrUnavailable, node, err)
+	}
+	return nil
+}
+
+var (
+	_ store.Relay    = (*Store)(nil)
+	_ store.Notifier = (*Store)(nil)
+)

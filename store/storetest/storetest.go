@@ -700,7 +700,7 @@ func testShared(e *env) {
 
 // RunRelay is the contract of a store.Relay: a node served answers what it is sent, each
 // request on a goroutine of its own; a node not served (never, or no longer) is
-// store.ErrNoNode at once.
+// store.ErrNoNode at once. A store.Notifier's notice reaches the node's handler once.
 func RunRelay(t *testing.T, r store.Relay) {
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
@@ -743,6 +743,34 @@ func RunRelay(t *testing.T, r store.Relay) {
 	stop()
 	_, err = r.Send(ctx, "node-a", []byte("hello"))
 	require.ErrorIs(t, err, store.ErrNoNode, "a node no longer served")
+
+	n, ok := r.(store.Notifier)
+	if !ok {
+		return
+	}
+	// A notice reaches the node's handler once, and nobody waits for its answer; one to a
+	// node nobody serves is lost, without an error.
+	require.NoError(t, n.Notify("nobody", []byte("lost")))
+	heard := make(chan string, 4)
+	stopN, err := r.Serve("node-n", func(_ context.Context, msg []byte) []byte {
+		heard <- string(msg)
+		return []byte("an answer nobody reads")
+	})
+	require.NoError(t, err)
+	defer stopN()
+	require.NoError(t, n.Notify("node-n", []byte("woke")))
+	select {
+	case got := <-heard:
+		assert.Equal(t, "woke", got)
+	case <-ctx.Done():
+		t.Fatal("the notice never reached the node")
+	}
+	// Sent after it, a request is answered after it too: the notice came once.
+	b, err = r.Send(ctx, "node-n", []byte("after"))
+	require.NoError(t, err)
+	assert.Equal(t, "an answer nobody reads", string(b))
+	assert.Equal(t, "after", <-heard)
+	assert.Empty(t, heard, "the notice was heard once")
 }
 
 // testAll: a store.Scanner reads every owner's live records, and only live ones.
