@@ -152,7 +152,8 @@ type Deliverer struct {
 	queuing     context.Context
 	stopQueuing context.CancelFunc
 	qmu         sync.Mutex
-	qstop       bool // Stop has begun: no more tries in the background
+	qstop       bool          // Stop has begun: no more tries in the background
+	stopping    chan struct{} // closed when Stop begins: the tries going on make their last ones at once
 	qwg         sync.WaitGroup
 	nqueuing    int // tries going on, under qmu
 
@@ -221,6 +222,7 @@ func New(o Options) (*Deliverer, error) {
 		d.o.QueueWithin = DefaultQueueWithin
 	}
 	d.queuing, d.stopQueuing = context.WithCancel(context.Background())
+	d.stopping = make(chan struct{})
 	d.pull, d.stopPull = context.WithCancel(context.Background())
 	d.work, d.stopWork = context.WithCancel(context.Background())
 	for range d.o.Workers {
@@ -241,7 +243,7 @@ func (d *Deliverer) Send(ctx context.Context, e Ending) error {
 	if err != nil {
 		return err
 	}
-	return b.add(ctx, d.o.Outbox, d.clk.Now(), d.log)
+	return b.add(ctx, d.o.Outbox, d.clk.Now(), false, d.log)
 }
 
 // Queue is Send for a caller that must not wait on the store, such as a tool call whose
@@ -257,8 +259,10 @@ func (d *Deliverer) Send(ctx context.Context, e Ending) error {
 // was reported failed leaves one entry: the outbox drops the same id added again within
 // its dedupe window (an hour by default, far longer than QueueWithin), and the receiver
 // gets one webhook-id. What is still being added lives in this process only: if it dies
-// first, the event is lost. Stop waits for the adds going on until its context ends, then
-// ends them (their events lost); after Stop, Queue adds once, as Send. Any other error is
+// first, the event is lost. Stop has each add going on tried again at once (an entry
+// refused as in process under another key straight away: there is no waiting it out),
+// waits for them until its context ends, then ends them (their events lost); after Stop,
+// Queue adds once, as Send. Any other error is
 // returned as Send returns it, and nothing more is tried.
 func (d *Deliverer) Queue(e Ending) error {
 	b, err := d.entries(e)
@@ -267,7 +271,7 @@ func (d *Deliverer) Queue(e Ending) error {
 	}
 	since := d.clk.Now()
 	ctx, cancel := context.WithTimeout(context.Background(), queueTry)
-	err = b.add(ctx, d.o.Outbox, d.clk.Now(), d.log)
+	err = b.add(ctx, d.o.Outbox, d.clk.Now(), false, d.log)
 	cancel()
 	if err == nil || !retryable(err) {
 		return err
@@ -304,16 +308,26 @@ func (d *Deliverer) addLater(b *entries, since time.Time) {
 	}()
 	bound := since.Add(d.o.QueueWithin)
 	pause := queueFirstPause
+	stopping := false
 	for try := 2; ; try++ {
 		left := bound.Sub(d.clk.Now())
-		if left <= 0 || !d.pause(d.queuing, min(pause, left)) {
+		wake := d.stopping // Stop has the next try made at once: the process is about to end
+		if stopping {
+			wake = nil
+		}
+		if left <= 0 || !d.pauseUnless(d.queuing, min(pause, left), wake) {
 			d.lost.Add(1)
 			d.log.Error("webhook event lost: the outbox could not take it", "id", b.id, "tries", try-1,
 				"stopping", d.queuing.Err() != nil)
 			return
 		}
+		select {
+		case <-d.stopping:
+			stopping = true
+		default:
+		}
 		ctx, cancel := context.WithTimeout(d.queuing, queueTry)
-		err := b.add(ctx, d.o.Outbox, d.clk.Now(), d.log)
+		err := b.add(ctx, d.o.Outbox, d.clk.Now(), stopping, d.log)
 		cancel()
 		switch {
 		case err == nil:
@@ -325,6 +339,30 @@ func (d *Deliverer) addLater(b *entries, since time.Time) {
 			return
 		}
 		pause = min(2*pause, queueMaxPause)
+	}
+}
+
+// pauseUnless is pause, cut short (true) when wake is closed; a nil wake never is.
+func (d *Deliverer) pauseUnless(ctx context.Context, wait time.Duration, wake <-chan struct{}) bool {
+	cut, stop := context.WithCancel(ctx)
+	defer stop()
+	woken := make(chan struct{})
+	go func() {
+		select {
+		case <-wake:
+			close(woken)
+			stop()
+		case <-cut.Done():
+		}
+	}()
+	if d.pause(cut, wait) {
+		return true
+	}
+	select {
+	case <-woken:
+		return ctx.Err() == nil
+	default:
+		return false
 	}
 }
 
@@ -395,14 +433,22 @@ func (d *Deliverer) entries(e Ending) (*entries, error) {
 }
 
 // add adds the entries of b not added yet to ob, at now on the deliverer's clock. An
-// entry refused as in process for stuckInProcess is given another key for its next add.
-func (b *entries) add(ctx context.Context, ob store.Outbox, now time.Time, log *slog.Logger) error {
+// entry refused as in process for stuckInProcess is given another key for its next add;
+// in a hurry (the deliverer stops: there is no waiting it out), at once, and added again.
+func (b *entries) add(ctx context.Context, ob store.Outbox, now time.Time, hurry bool, log *slog.Logger) error {
 	var errs []error
 	for i := range b.keys {
 		if b.added[i] {
 			continue
 		}
 		err := ob.Add(ctx, b.key(i), b.data[i])
+		if err != nil && hurry && errors.Is(err, store.ErrInProcess) {
+			b.gen[i]++
+			b.stuck[i] = time.Time{}
+			log.Warn("a webhook event's outbox entry was refused as in process as the node stops; it is added under another key",
+				"id", b.id, "entry", b.key(i))
+			err = ob.Add(ctx, b.key(i), b.data[i])
+		}
 		switch {
 		case err == nil:
 			b.added[i] = true
@@ -460,7 +506,10 @@ func (d *Deliverer) Stats() Stats {
 func (d *Deliverer) Stop(ctx context.Context) error {
 	d.stopPull()
 	d.qmu.Lock()
-	d.qstop = true
+	if !d.qstop {
+		d.qstop = true
+		close(d.stopping)
+	}
 	d.qmu.Unlock()
 	done := make(chan struct{})
 	go func() {

@@ -265,3 +265,48 @@ func TestQueueRidesOutAnOutageOfMinutesByDefault(t *testing.T) {
 	assert.Equal(t, uint64(0), d.Stats().Lost, "not lost")
 	assert.Len(t, ob.Pending(), 1, "added once the store is back")
 }
+
+// Stop gives an event still being added in the background its last chances at once: an
+// outbox that is back by then takes it before Stop returns, though the next try was not due
+// on the clock yet (the clock does not move here).
+func TestStopAddsAQueuedEventWhileItWaits(t *testing.T) {
+	t.Parallel()
+	mock := mockNow()
+	ob := &outageOutbox{Outbox: memOutbox(t, mock, store.OutboxOptions{}), clk: mock}
+	ob.setDown(func(string) bool { return true })
+	d, err := webhook.New(webhook.Options{URLs: []string{"http://127.0.0.1:1/a"}, Secret: webhook.NewSecret(), AllowPrivate: true,
+		Outbox: ob, Clock: mock, Workers: 1})
+	require.NoError(t, err)
+	qid := storetest.NewID()
+	require.ErrorIs(t, d.Queue(ending(qid, mock.Now())), webhook.ErrQueuing)
+	ob.setDown(func(string) bool { return false }) // the store is back
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, d.Stop(ctx), "Stop returns once the event is added, not at its context's end")
+	require.Len(t, ob.Pending(), 1, "the event is in the outbox, for another node to deliver")
+	assert.Equal(t, uint64(0), d.Stats().Lost)
+}
+
+// An entry refused as in process when Stop begins is given another key at once: waiting
+// out stuckInProcess is no longer possible, and a duplicate is only a second delivery of
+// one webhook-id, which the receiver drops.
+func TestStopAddsAnEntryStuckInProcessUnderAnotherKey(t *testing.T) {
+	t.Parallel()
+	mock := mockNow()
+	ob := &outageOutbox{Outbox: memOutbox(t, mock, store.OutboxOptions{}), clk: mock,
+		err: fmt.Errorf("%w: duplicate message id is in process", store.ErrInProcess)}
+	qid := storetest.NewID()
+	id := webhook.EventID(qid)
+	ob.setDown(func(key string) bool { return strings.HasPrefix(key, id+".") && strings.Count(key, ".") == 1 })
+	d, err := webhook.New(webhook.Options{URLs: []string{"http://127.0.0.1:1/a"}, Secret: webhook.NewSecret(), AllowPrivate: true,
+		Outbox: ob, Clock: mock, Workers: 1})
+	require.NoError(t, err)
+	require.ErrorIs(t, d.Queue(ending(qid, mock.Now())), webhook.ErrQueuing)
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	require.NoError(t, d.Stop(ctx))
+	p := ob.Pending()
+	require.Len(t, p, 1, "added under another key before Stop returned")
+	assert.True(t, strings.HasPrefix(p[0].ID, id+".") && strings.Count(p[0].ID, ".") == 2, "a new key: %s", p[0].ID)
+	assert.Equal(t, uint64(0), d.Stats().Lost)
+}

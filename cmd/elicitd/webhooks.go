@@ -43,10 +43,12 @@ func (c *webhookConfig) settle(secret string) error {
 	return nil
 }
 
-// webhookStopWithin is how long deliveries under way may go on once elicitd is stopping:
-// one cut short is handed back to the outbox and sent again later, with the same id, so
-// the wait is short, and a signalled exit stays within its bound (docs/settings.md).
-const webhookStopWithin = 250 * time.Millisecond
+// webhookStopWithin is how long deliveries under way, and the events still being added to
+// the outbox in the background (each tried once more at once: webhook.Deliverer.Stop),
+// may go on once elicitd is stopping: a delivery cut short is handed back to the outbox
+// and sent again later, with the same id, and an event not added by then is lost, so the
+// wait is short, and a signalled exit stays within its bound of 2 s (docs/settings.md).
+const webhookStopWithin = time.Second
 
 // boolean takes true or false (and 1/0, t/f, as strconv.ParseBool does).
 func boolean(dst *bool) func(string) error {
