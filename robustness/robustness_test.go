@@ -248,6 +248,9 @@ func (c *cluster) judge(injected map[string]int) {
 	if t.Failed() {
 		for _, n := range c.nodes {
 			if dir := os.Getenv("ROBUSTNESS_LOGS"); dir != "" {
+				if err := os.MkdirAll(dir, 0o755); err != nil {
+					t.Logf("ROBUSTNESS_LOGS: %v", err)
+				}
 				_ = os.WriteFile(filepath.Join(dir, fmt.Sprintf("node%d.log", n.i)), []byte(n.log()), 0o644)
 			}
 			t.Logf("node %d's warnings:\n%s", n.i, warnings(n.log()))
