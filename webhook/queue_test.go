@@ -156,6 +156,18 @@ func TestQueueAddsOnceTheOutboxIsBack(t *testing.T) {
 	assert.Equal(t, uint64(0), d.Stats().Lost)
 }
 
+// inProcessOutbox is an outbox on mock that refuses as in process every add of question
+// qid's event (id) under its entries' first keys, as a NATS stream leader that lost its
+// quorum while storing them does; keys given another generation go through.
+func inProcessOutbox(t *testing.T, mock *clock.Mock) (ob *outageOutbox, qid, id string) {
+	ob = &outageOutbox{Outbox: memOutbox(t, mock, store.OutboxOptions{}), clk: mock,
+		err: fmt.Errorf("%w: duplicate message id is in process", store.ErrInProcess)}
+	qid = storetest.NewID()
+	id = webhook.EventID(qid)
+	ob.setDown(func(key string) bool { return strings.HasPrefix(key, id+".") && strings.Count(key, ".") == 1 })
+	return ob, qid, id
+}
+
 // An entry whose adds the outbox keeps refusing as "in process" (a NATS stream leader that
 // lost its quorum kept the id of a publish it never stored, and refuses that id until its
 // dedupe window ends, an hour) is added under another key once that has lasted 30 s on the
@@ -165,11 +177,7 @@ func TestQueueAddsOnceTheOutboxIsBack(t *testing.T) {
 func TestAnEntryStuckInProcessIsAddedUnderAnotherKey(t *testing.T) {
 	t.Parallel()
 	mock := mockNow()
-	ob := &outageOutbox{Outbox: memOutbox(t, mock, store.OutboxOptions{}), clk: mock,
-		err: fmt.Errorf("%w: duplicate message id is in process", store.ErrInProcess)}
-	qid := storetest.NewID()
-	id := webhook.EventID(qid)
-	ob.setDown(func(key string) bool { return strings.HasPrefix(key, id+".") && strings.Count(key, ".") == 1 })
+	ob, qid, id := inProcessOutbox(t, mock)
 	var logs lockedBuffer
 	d := start(t, webhook.Options{URLs: []string{"http://127.0.0.1:1/a"}, Secret: webhook.NewSecret(), AllowPrivate: true,
 		Outbox: ob, Clock: mock, Workers: 1, Logger: slog.New(slog.NewTextHandler(&logs, nil))})
@@ -293,11 +301,7 @@ func TestStopAddsAQueuedEventWhileItWaits(t *testing.T) {
 func TestStopAddsAnEntryStuckInProcessUnderAnotherKey(t *testing.T) {
 	t.Parallel()
 	mock := mockNow()
-	ob := &outageOutbox{Outbox: memOutbox(t, mock, store.OutboxOptions{}), clk: mock,
-		err: fmt.Errorf("%w: duplicate message id is in process", store.ErrInProcess)}
-	qid := storetest.NewID()
-	id := webhook.EventID(qid)
-	ob.setDown(func(key string) bool { return strings.HasPrefix(key, id+".") && strings.Count(key, ".") == 1 })
+	ob, qid, id := inProcessOutbox(t, mock)
 	d, err := webhook.New(webhook.Options{URLs: []string{"http://127.0.0.1:1/a"}, Secret: webhook.NewSecret(), AllowPrivate: true,
 		Outbox: ob, Clock: mock, Workers: 1})
 	require.NoError(t, err)
