@@ -69,8 +69,10 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"math"
 	"regexp"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -151,8 +153,9 @@ type Store struct {
 	files jetstream.ObjectStore
 	// filesStream is the object store's stream, to purge chunks by subject.
 	filesStream jetstream.Stream
-	stream      string // the bucket's stream
-	pre         string // the subject prefix of the bucket's keys: $KV.<bucket>.
+	records     jetstream.Stream // the bucket's stream, for its subjects (list)
+	stream      string           // the bucket's stream
+	pre         string           // the subject prefix of the bucket's keys: $KV.<bucket>.
 
 	closeOnce sync.Once
 	closed    chan struct{}
@@ -201,7 +204,11 @@ func Open(ctx context.Context, nc *nats.Conn, o Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: cannot open the NATS object store %q: %w", o.Bucket+"_files", classify(err))
 	}
-	return &Store{o: o, nc: nc, js: js, kv: kv, files: files, filesStream: filesStream, stream: "KV_" + o.Bucket,
+	records, err := js.Stream(ctx, "KV_"+o.Bucket)
+	if err != nil {
+		return nil, fmt.Errorf("store: cannot open the NATS key-value bucket %q: %w", o.Bucket, classify(err))
+	}
+	return &Store{o: o, nc: nc, js: js, kv: kv, files: files, filesStream: filesStream, records: records, stream: "KV_" + o.Bucket,
 		pre: "$KV." + o.Bucket + ".", closed: make(chan struct{})}, nil
 }
 
@@ -358,14 +365,11 @@ func (s *Store) Create(ctx context.Context, r store.Record) (uint64, error) {
 	}
 	defer cancel()
 	var rev uint64
-	err = whileInProcess(ctx, func() (err error) {
+	err = whileInProcess(ctx, r.ID, func() (err error) {
 		rev, err = s.kv.Create(ctx, store.Key(r.Owner, r.ID), val, jetstream.KeyTTL(s.ttl(r.Deadline)))
 		return err
 	})
 	if err != nil {
-		if isInProcess(err) {
-			return 0, inProcessError(r.ID)
-		}
 		if errors.Is(err, jetstream.ErrKeyExists) {
 			return 0, fmt.Errorf("%w: %s", store.ErrExists, r.ID)
 		}
@@ -526,16 +530,13 @@ func (s *Store) Update(ctx context.Context, r store.Record) (uint64, error) {
 	// Not kv.Update: it would write the record without a TTL (see the package doc).
 	m := &nats.Msg{Subject: s.pre + store.Key(r.Owner, r.ID), Data: val, Header: nats.Header{}}
 	var ack *jetstream.PubAck
-	err = whileInProcess(ctx, func() (err error) {
+	err = whileInProcess(ctx, r.ID, func() (err error) {
 		ack, err = s.js.PublishMsg(ctx, m,
 			jetstream.WithExpectLastSequencePerSubject(r.Revision),
 			jetstream.WithMsgTTL(s.ttl(r.Deadline)))
 		return err
 	})
 	if err != nil {
-		if isInProcess(err) {
-			return 0, inProcessError(r.ID)
-		}
 		if isWrongLastSequence(err) {
 			return 0, s.mismatch(ctx, r.Owner, r.ID, r.Revision)
 		}
@@ -557,24 +558,27 @@ func (s *Store) mismatch(ctx context.Context, owner, id string, rev uint64) erro
 }
 
 // whileInProcess runs write, a compare-and-set, again while JetStream refuses it because
-// another write to its key is in process on the stream leader (10164 on a replicated
+// another write to its key, id, is in process on the stream leader (10164 on a replicated
 // bucket; the write was not proposed): after 5 ms, then twice as long each time, about
-// 0.6 s in all, or until ctx ends. That other write is most often one the leader has
-// acknowledged a moment before it stops counting it as in process; or one that lands,
-// and the next try is refused as a plain mismatch; or one that never lands (the leader
-// lost its quorum), and the refusals go on: write's last error is returned.
-func whileInProcess(ctx context.Context, write func() error) error {
+// 0.6 s in all. That other write is most often one the leader has acknowledged a moment
+// before it stops counting it as in process; or one that lands, and the next try is
+// refused as a plain mismatch; or one that never lands (the leader lost its quorum), and
+// the refusals go on: then, or when ctx ends first, it returns inProcessError.
+func whileInProcess(ctx context.Context, id string, write func() error) error {
 	for wait := 5 * time.Millisecond; ; wait *= 2 {
 		err := write()
-		if !isInProcess(err) || wait > 320*time.Millisecond {
+		if !isInProcess(err) {
 			return err
+		}
+		if wait > 320*time.Millisecond {
+			return inProcessError(id)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-t.C:
 		case <-ctx.Done():
 			t.Stop()
-			return err
+			return inProcessError(id)
 		}
 	}
 }
@@ -598,13 +602,10 @@ func (s *Store) Delete(ctx context.Context, owner, id string, rev uint64) error 
 	}
 	defer cancel()
 	// A purge drops the record's data at once; its marker goes after MarkerTTL.
-	err = whileInProcess(ctx, func() error {
+	err = whileInProcess(ctx, id, func() error {
 		return s.kv.Purge(ctx, store.Key(owner, id), jetstream.LastRevision(rev), jetstream.PurgeTTL(s.o.MarkerTTL))
 	})
 	if err != nil {
-		if isInProcess(err) {
-			return inProcessError(id)
-		}
 		if isWrongLastSequence(err) {
 			return s.mismatch(ctx, owner, id, rev)
 		}
@@ -666,46 +667,19 @@ func (s *Store) list(ctx context.Context, owner *string) ([]store.Record, error)
 }
 
 // leaderSubjects returns the subjects matching filter that hold a message in the records'
-// stream (a record, or the marker of one gone), as the stream leader's info has them, a
-// page of up to 100,000 at a time.
+// stream (a record, or the marker of one gone), as the stream leader's info has them
+// (jetstream pages through them).
 func (s *Store) leaderSubjects(ctx context.Context, filter string) ([]string, error) {
-	var out []string
-	seen := map[string]bool{} // a page may repeat a subject if the set changed meanwhile
-	for offset := 0; ; {
-		rctx, cancel, err := s.begin(ctx)
-		if err != nil {
-			return nil, err
-		}
-		body, _ := json.Marshal(map[string]any{"subjects_filter": filter, "offset": offset})
-		msg, err := s.nc.RequestWithContext(rctx, "$JS.API.STREAM.INFO."+s.stream, body)
-		cancel()
-		if err != nil {
-			return nil, classify(err)
-		}
-		var resp struct {
-			Total int `json:"total"`
-			State struct {
-				Subjects map[string]uint64 `json:"subjects"`
-			} `json:"state"`
-			Error *jetstream.APIError `json:"error"`
-		}
-		if err := json.Unmarshal(msg.Data, &resp); err != nil {
-			return nil, fmt.Errorf("the stream's info does not decode: %w", err)
-		}
-		if resp.Error != nil {
-			return nil, classify(resp.Error)
-		}
-		for subj := range resp.State.Subjects {
-			if !seen[subj] {
-				seen[subj] = true
-				out = append(out, subj)
-			}
-		}
-		offset += len(resp.State.Subjects)
-		if len(resp.State.Subjects) == 0 || offset >= resp.Total {
-			return out, nil
-		}
+	ctx, cancel, err := s.begin(ctx)
+	if err != nil {
+		return nil, err
 	}
+	defer cancel()
+	info, err := s.records.Info(ctx, jetstream.WithSubjectFilter(filter))
+	if err != nil {
+		return nil, classify(err)
+	}
+	return slices.Collect(maps.Keys(info.State.Subjects)), nil
 }
 
 // isMarker reports whether a message of the bucket is a delete or purge marker, or the
