@@ -315,7 +315,7 @@ func (d *Deliverer) addLater(b *entries, since time.Time) {
 		if stopping {
 			wake = nil
 		}
-		if left <= 0 || !d.pauseUnless(d.queuing, min(pause, left), wake) {
+		if left <= 0 || !d.pause(d.queuing, min(pause, left), wake) {
 			d.lost.Add(1)
 			d.log.Error("webhook event lost: the outbox could not take it", "id", b.id, "tries", try-1,
 				"stopping", d.queuing.Err() != nil)
@@ -342,32 +342,9 @@ func (d *Deliverer) addLater(b *entries, since time.Time) {
 	}
 }
 
-// pauseUnless is pause, cut short (true) when wake is closed; a nil wake never is.
-func (d *Deliverer) pauseUnless(ctx context.Context, wait time.Duration, wake <-chan struct{}) bool {
-	cut, stop := context.WithCancel(ctx)
-	defer stop()
-	woken := make(chan struct{})
-	go func() {
-		select {
-		case <-wake:
-			close(woken)
-			stop()
-		case <-cut.Done():
-		}
-	}()
-	if d.pause(cut, wait) {
-		return true
-	}
-	select {
-	case <-woken:
-		return ctx.Err() == nil
-	default:
-		return false
-	}
-}
-
-// pause waits for wait on the clock; false if ctx ended first.
-func (d *Deliverer) pause(ctx context.Context, wait time.Duration) bool {
+// pause waits for wait on the clock; false if ctx ended first. wake, when closed (a nil
+// one never is), cuts the wait short, as the wait's end does.
+func (d *Deliverer) pause(ctx context.Context, wait time.Duration, wake <-chan struct{}) bool {
 	// A function timer that signals without blocking: a mock clock moved by two goroutines
 	// at once can fire a timer twice, and a channel timer's second send would hang the
 	// clock.
@@ -382,6 +359,9 @@ func (d *Deliverer) pause(ctx context.Context, wait time.Duration) bool {
 	case <-ctx.Done():
 		t.Stop()
 		return false
+	case <-wake:
+		t.Stop()
+		return true
 	case <-again:
 		return true
 	}
@@ -544,7 +524,7 @@ func (d *Deliverer) worker() {
 				return
 			}
 			d.log.Warn("webhook outbox unavailable; trying again", "err", err)
-			if !d.pause(d.pull, unavailablePause) {
+			if !d.pause(d.pull, unavailablePause, nil) {
 				return
 			}
 			continue
