@@ -35,5 +35,5 @@ func TestAStoppingNodeAdoptsNothing(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "gone", got.Node, "the record is still the gone node's, for another survivor to adopt")
 	assert.Equal(t, rec.Epoch, got.Epoch)
-	assert.Zero(t, el.sleepers.Load())
+	assert.Zero(t, el.asleep.len())
 }

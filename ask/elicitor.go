@@ -135,8 +135,7 @@ type Elicitor struct {
 	recordBehind bool
 	syncFirst    atomic.Bool
 	hibernate    bool                  // !Options.KeepAwake
-	sleepers     atomic.Int64          // hibernating questions this node holds the timers of
-	asleep       asleepIndex           // call id -> *sleeper, for those
+	asleep       asleepIndex           // call id -> *sleeper: the hibernating questions this node holds the timers of
 	deadlines    *timers.Set[*sleeper] // their deadlines, on one clock timer
 	node         string                // this Elicitor's name among those sharing the store
 	stopRelay    func()
@@ -218,7 +217,7 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 	if el.stopRelay != nil {
 		el.stopRelay() // retries go to the other nodes from now on
 	}
-	asleep := el.sleepers.Load() > 0
+	asleep := el.asleep.len() > 0
 	if err := el.reg.Close(ctx, reason); err != nil {
 		return err
 	}

@@ -318,10 +318,9 @@ func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error 
 	return nil
 }
 
-// holdSleeper counts s, just registered, among this node's sleepers, where a retry finds its
+// holdSleeper puts s, just registered, among this node's sleepers, where a retry finds its
 // record (keptRecord); drop undoes it.
 func (el *Elicitor) holdSleeper(s *sleeper) {
-	el.sleepers.Add(1)
 	el.asleep.store(s.call, s)
 }
 
@@ -340,6 +339,13 @@ func (x *asleepIndex) store(id string, s *sleeper) {
 		x.m = map[string]*sleeper{}
 	}
 	x.m[id] = s
+}
+
+// len is how many sleepers there are.
+func (x *asleepIndex) len() int {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return len(x.m)
 }
 
 // load is the sleeper of call id, nil if none.
@@ -362,9 +368,7 @@ func (x *asleepIndex) drop(id string, s *sleeper) {
 func (s *sleeper) drop(o *elicitation.Outcome) {
 	s.Release()
 	s.el.asleep.drop(s.call, s)
-	if s.el.reg.Drop(s, o) {
-		s.el.sleepers.Add(-1)
-	}
+	s.el.reg.Drop(s, o)
 }
 
 // Extend moves the question's deadline d later, within its lifetime, in its record.
