@@ -28,6 +28,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/go-json-experiment/json/jsontext"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -89,6 +90,9 @@ type durable struct {
 	// The first round handed out, written behind its prompt (recordHandBehind) by a write
 	// that failed: the next write records it.
 	first func(*store.Record) error
+	// held: the first round's write behind, held back for Options.Linger (first is the
+	// change it writes); nil once it is written, or due.
+	held *heldFirst
 	// argsSum is argsDigest(args), once computed.
 	argsSum string
 	// The ends of the call's questions (reported, or due: endsDue) that no write has
@@ -148,6 +152,7 @@ func (c *call) isFenced() bool {
 func (c *call) standDown() {
 	c.wmu.Lock()
 	c.fenced = true
+	c.unhold()
 	c.wmu.Unlock()
 	c.kill(elicitation.Operator)
 	c.el.forget(c, nil)
@@ -255,6 +260,7 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 		if err == nil {
 			r.Revision = rev
 			c.rec, c.pend, c.first = &r, nil, nil
+			c.unhold() // recorded with this write
 			if c.carrying || c.noEnds {
 				c.carry = nil
 			}
@@ -394,33 +400,136 @@ func keepDeadline(r *store.Record) {
 // finds no record writes it from the requestState (replay.go), and until a first round is
 // recorded again, the Elicitor records the next calls' first rounds before their prompts
 // go out (so a store that fails refuses new questions, rather than ask them).
+//
+// With Options.Linger the write waits that long first, the call awake: a retry that comes
+// meanwhile finds the call as it was (no hibernation, no replay), and the write that records
+// what it returns records the round too (first), so that the round costs one write, not two.
 func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n int, f *firstRound) {
 	hand, keep := c.handChange(pr, digestString(f.Prompt), n, nil), f.keep()
 	change := func(r *store.Record) error {
 		r.Keep = keep
 		return hand(r)
 	}
-	c.el.busy.begin()
-	go func() {
-		defer c.el.busy.end()
-		err := c.writeLocked(ctx, change)
-		fenced := errors.Is(err, errFenced)
-		if err != nil && !fenced {
-			// Set before the lock goes: whatever waited for this write sees them.
-			c.first = change
-			c.el.syncFirst.Store(true)
-		}
+	c.el.busy.begin() // ended by firstWritten, or writeHeld
+	if d := c.el.linger; d > 0 {
+		c.first = change
+		h := &heldFirst{write: func() { c.writeHeld(ctx, pr, n) }}
+		c.held = h
+		c.el.held.add(c)
+		h.timer = c.el.clk.AfterFunc(d, h.write)
 		c.wmu.Unlock()
-		switch {
-		case fenced:
-			// Another node wrote the record from the requestState and took the call over.
-			c.standDown()
-		case err != nil:
-			c.el.log.Warn("a question's first round could not be recorded; its next step records it", "id", c.id, "error", err.Error())
-		default:
-			c.sleep(pr, n) // if the round was recorded asleep
-		}
+		return
+	}
+	go func() {
+		err := c.writeLocked(ctx, change)
+		c.firstWritten(pr, n, change, err)
 	}()
+}
+
+// heldFirst is a call's first round, its write held back (Options.Linger): write writes
+// it, when timer fires, or at once if Close stops timer first (hurry).
+type heldFirst struct {
+	timer *clock.Timer
+	write func()
+}
+
+// writeHeld writes c's first round, held back for Options.Linger, unless a write since has
+// recorded it, or is about to (a pure call's claim waiting for what its round returns), or
+// the call has moved or ended.
+func (c *call) writeHeld(ctx context.Context, pr elicitation.Prompt, n int) {
+	c.wmu.Lock()
+	c.held = nil
+	c.el.held.drop(c)
+	change := c.first
+	if change == nil || c.rec != nil || c.pend != nil || c.fenced || c.over {
+		c.wmu.Unlock()
+		c.el.busy.end()
+		return
+	}
+	c.first = nil // change is the write's own, not applied again as its first
+	err := c.writeLocked(ctx, change)
+	c.firstWritten(pr, n, change, err)
+}
+
+// hurry writes c's held first round now (Close: the node is stopping), on a goroutine of
+// its own that Close waits for (busy).
+func (c *call) hurry() {
+	c.wmu.Lock()
+	h := c.held
+	c.wmu.Unlock()
+	if h != nil && h.timer.Stop() {
+		go h.write()
+	}
+}
+
+// unhold (c.wmu held) drops c's held first round, recorded by another write or never to be
+// (the call moved to another node): its timer is stopped, and Close waits for it no more.
+func (c *call) unhold() {
+	if h := c.held; h != nil {
+		c.held = nil
+		c.el.held.drop(c)
+		if h.timer.Stop() {
+			c.el.busy.end()
+		}
+	}
+}
+
+// heldCalls are the calls whose first round's write is held back (Options.Linger): Close
+// has them written at once.
+type heldCalls struct {
+	mu sync.Mutex
+	m  map[*call]struct{}
+}
+
+func (x *heldCalls) add(c *call) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.m == nil {
+		x.m = make(map[*call]struct{})
+	}
+	x.m[c] = struct{}{}
+}
+
+func (x *heldCalls) drop(c *call) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	delete(x.m, c)
+}
+
+// hurry has every held first round written now (hurry).
+func (x *heldCalls) hurry() {
+	x.mu.Lock()
+	cs := make([]*call, 0, len(x.m))
+	for c := range x.m {
+		cs = append(cs, c)
+	}
+	x.mu.Unlock()
+	for _, c := range cs {
+		c.hurry()
+	}
+}
+
+// firstWritten ends the write of c's first round behind its prompt (change), which
+// returned err: c.wmu, held for it, is released, and the round hibernates if it was recorded
+// asleep.
+func (c *call) firstWritten(pr elicitation.Prompt, n int, change func(*store.Record) error, err error) {
+	defer c.el.busy.end()
+	fenced := errors.Is(err, errFenced)
+	if err != nil && !fenced {
+		// Set before the lock goes: whatever waited for this write sees them.
+		c.first = change
+		c.el.syncFirst.Store(true)
+	}
+	c.wmu.Unlock()
+	switch {
+	case fenced:
+		// Another node wrote the record from the requestState and took the call over.
+		c.standDown()
+	case err != nil:
+		c.el.log.Warn("a question's first round could not be recorded; its next step records it", "id", c.id, "error", err.Error())
+	default:
+		c.sleep(pr, n) // if the round was recorded asleep
+	}
 }
 
 // newClaim is round claimed for the response resp (digest sum), to be added to the log.

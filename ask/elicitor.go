@@ -93,6 +93,14 @@ type Options struct {
 	// client (elicitd over stdio, or over HTTP on an embedded store no other node can reach).
 	// Only replayable tools' form-mode first rounds go behind.
 	RecordBehind bool
+	// Linger, with RecordBehind, holds a first round's write behind its prompt this long,
+	// the call awake meanwhile: a round answered within it (by a client that answers from
+	// what it has: a script, a host that fills the form itself) is recorded by one write, the
+	// one that records what it returns, and is not hibernated and replayed in between. A node
+	// killed within it leaves the round unrecorded, as one whose write was lost: the
+	// requestState carries what the retry's node needs to record it (see RecordBehind);
+	// Close writes the rounds it holds. Zero (the default) writes at once.
+	Linger time.Duration
 	// KeepAwake keeps a pull-era call's handler running between its rounds, parked in Ask,
 	// as calls without a store do. By default, with a Store, a Replayable tool's call
 	// hibernates once a round is handed out and recorded: no goroutine stays, and the next
@@ -134,6 +142,8 @@ type Elicitor struct {
 	// after a write behind failed).
 	recordBehind bool
 	syncFirst    atomic.Bool
+	linger       time.Duration         // Options.Linger, with RecordBehind
+	held         heldCalls             // calls whose first round's write is held back (linger)
 	hibernate    bool                  // !Options.KeepAwake
 	asleep       asleepIndex           // call id -> *sleeper: the hibernating questions this node holds the timers of
 	deadlines    *timers.Set[*sleeper] // their deadlines, on one clock timer
@@ -193,6 +203,9 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
 		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: o.OnEnd, moreStats: o.MoreStats}
 	el.recordBehind, el.hibernate = o.RecordBehind, !o.KeepAwake
+	if o.RecordBehind {
+		el.linger = max(o.Linger, 0)
+	}
 	el.deadlines = timers.New(o.Clock, (*sleeper).expire)
 	el.pingEvery, el.pingWait = cmp.Or(o.PingEvery, DefaultPingEvery), cmp.Or(o.PingWait, DefaultPingWait)
 	el.syncFirst.Store(true)
@@ -217,6 +230,7 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 	if el.stopRelay != nil {
 		el.stopRelay() // retries go to the other nodes from now on
 	}
+	el.held.hurry() // the first rounds held back (Options.Linger) are written now
 	asleep := el.asleep.len() > 0
 	if err := el.reg.Close(ctx, reason); err != nil {
 		return err

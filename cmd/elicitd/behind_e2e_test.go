@@ -78,8 +78,11 @@ func TestStdioWritesEveryRecordBehindItsFirstQuestion(t *testing.T) {
 		assert.Equal(t, "ended", r.State, "%+v", r)
 		assert.Equal(t, r.Handed, r.Claimed, "every round handed out was claimed once")
 		assert.Len(t, r.Log, r.Handed)
-		// Each answer woke the hibernating call (the next epoch), in the process that asked it.
-		assert.EqualValues(t, r.Handed+1, r.Epoch, "%+v", r)
+		// Each answer to a later round woke the hibernating call (the next epoch), in the
+		// process that asked it. A first round written behind its prompt waits firstLinger
+		// for its write, its call awake: answered by then (this client answers at once, but
+		// a loaded machine may take longer), it took no wake.
+		assert.Contains(t, []uint64{uint64(r.Handed), uint64(r.Handed) + 1}, r.Epoch, "%+v", r)
 		assert.Equal(t, recs[0].Node, r.Node)
 		assert.Contains(t, string(r.Outcome), "2.5", "the outcome the client got")
 		rounds += r.Handed

@@ -1,0 +1,194 @@
+package ask_test
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicittest"
+	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/store/memory"
+)
+
+// lingerFor has the clusters a test makes set Options.Linger to d (with RecordBehind).
+func lingerFor(t *testing.T, d time.Duration) {
+	withRecordBehind(t)
+	nodeOptions = func(_ int, o *ask.Options) { o.Linger = d }
+	t.Cleanup(func() { nodeOptions = nil })
+}
+
+// createSignal is a store that tells created of each record it creates, once it is in.
+type createSignal struct {
+	*countingStore
+	created chan store.Record
+}
+
+func newCreateSignal(clk clock.Clock) *createSignal {
+	return &createSignal{countingStore: &countingStore{Store: memory.New(memory.Options{Clock: clk})}, created: make(chan store.Record, 16)}
+}
+
+func (s *createSignal) Create(ctx context.Context, r store.Record) (uint64, error) {
+	rev, err := s.countingStore.Create(ctx, r)
+	if err == nil {
+		s.created <- r
+	}
+	return rev, err
+}
+
+// open returns owner's records in s that are not ended.
+func open(t *testing.T, s store.Store, owner string) []store.Record {
+	t.Helper()
+	recs, err := s.List(context.Background(), owner)
+	require.NoError(t, err)
+	var out []store.Record
+	for _, r := range recs {
+		if r.State != "ended" {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// A first round answered within Options.Linger is recorded by one write, the one that records
+// what it returns (with the claim, for a pure tool), and its call is neither hibernated nor
+// replayed: its handler runs once. (With Linger zero the round costs a write of its own,
+// and the call hibernates once it lands.)
+func TestARoundAnsweredWithinTheLingerIsWrittenOnce(t *testing.T) {
+	for _, pure := range []bool{false, true} {
+		t.Run(fmt.Sprintf("pure %v", pure), func(t *testing.T) {
+			lingerFor(t, time.Second)
+			pureTools = pure
+			t.Cleanup(func() { pureTools = false })
+			clk := clock.NewMock()
+			clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+			s := newCreateSignal(clk)
+			a := newClusterOn(t, clk, 1, s, nil)[0]
+			warm := a.call(t, "", 0, nil) // recorded before its prompt: the next ones go behind
+			<-s.created
+
+			s.reset()
+			slept := a.el.Counts().Hibernated // the first call's
+			first := a.call(t, "", 0, nil)
+			r, _ := asked(t, first)
+			require.Equal(t, 1, r)
+			assert.Len(t, open(t, s, caller), 1, "only the first call's record: this one's is held")
+			out, err := elicittest.Payload(a.call(t, first.RequestState, 1, ada))
+			require.NoError(t, err)
+			assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+
+			w, _ := s.per(1)
+			want := map[bool]float64{false: 2, true: 1}[pure]
+			assert.Equal(t, want, w, "the claim with the round (a pure tool's with the outcome too), then the end")
+			rec := ended(t, s, caller)
+			assert.Equal(t, 1, rec.Handed)
+			assert.Equal(t, 1, rec.Claimed)
+			assert.Len(t, rec.Log, 1)
+			assert.False(t, rec.Keep.IsZero(), "kept as long as the requestState could write it")
+			assert.Equal(t, slept, a.el.Counts().Hibernated, "answered awake")
+			assert.Equal(t, int32(2), a.starts.Load(), "the handler ran once for each call: no replay")
+
+			clk.Add(2 * time.Second) // the held write's time: nothing more is written
+			assert.Equal(t, want, func() float64 { w, _ := s.per(1); return w }())
+			require.NotNil(t, warm)
+		})
+	}
+}
+
+// A first round nobody answers within Options.Linger is written when it is up, asleep, and
+// its call hibernates; the answer that comes later wakes it, on this node or another.
+func TestAFirstRoundIsWrittenWhenItsLingerIsUp(t *testing.T) {
+	lingerFor(t, time.Second)
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	s := newCreateSignal(clk)
+	nodes := newClusterOn(t, clk, 2, s, nil)
+	a, b := nodes[0], nodes[1]
+	a.call(t, "", 0, nil)
+	<-s.created
+
+	slept := a.el.Counts().Hibernated // the first call's
+	first := a.call(t, "", 0, nil)
+	clk.Add(999 * time.Millisecond)
+	require.Len(t, open(t, s, caller), 1, "held until its linger is up")
+	clk.Add(time.Millisecond)
+	rec := <-s.created
+	assert.Equal(t, 1, rec.Handed)
+	assert.True(t, rec.Asleep, "written to sleep on")
+	assert.Equal(t, a.el.Node(), rec.Node)
+	require.Eventually(t, func() bool { return a.el.Counts().Hibernated == slept+1 }, 5*time.Second, time.Millisecond, "A's call hibernates")
+
+	out, err := elicittest.Payload(b.call(t, first.RequestState, 1, ada))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+	assert.Equal(t, int32(1), b.starts.Load(), "woken on B")
+	assert.Equal(t, b.el.Node(), ended(t, s, caller).Node)
+}
+
+// Close writes the first rounds it holds at once (a rolling restart loses no record), and
+// waits for those writes; another node then goes on with the question.
+func TestCloseWritesTheFirstRoundsItHolds(t *testing.T) {
+	lingerFor(t, time.Hour)
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	s := newCreateSignal(clk)
+	nodes := newClusterOn(t, clk, 2, s, nil)
+	a, b := nodes[0], nodes[1]
+	a.call(t, "", 0, nil)
+	<-s.created
+
+	first := a.call(t, "", 0, nil)
+	second := a.call(t, "", 0, nil)
+	require.Len(t, open(t, s, caller), 1, "both held")
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown)) // the mock clock never fires them
+	recs := open(t, s, caller)
+	require.Len(t, recs, 3, "written by Close")
+	for _, rec := range recs {
+		assert.Equal(t, a.el.Node(), rec.Node)
+		assert.Equal(t, 1, rec.Handed)
+	}
+
+	for _, q := range []string{first.RequestState, second.RequestState} {
+		out, err := elicittest.Payload(b.call(t, q, 1, ada))
+		require.NoError(t, err)
+		assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+	}
+	assert.Equal(t, int32(2), b.starts.Load(), "B took both over")
+}
+
+// The node that asked holds its first round's write when the retry reaches another node (a
+// client that moved, a node that froze): that node writes the record from the requestState
+// and answers; when the first node's linger is up, its write finds that record, and it
+// stands down, writing nothing and answering nothing twice.
+func TestARetryElsewhereWithinTheLinger(t *testing.T) {
+	lingerFor(t, time.Second)
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	s := newCreateSignal(clk)
+	nodes := newClusterOn(t, clk, 2, s, &memory.Relay{})
+	a, b := nodes[0], nodes[1]
+	a.call(t, "", 0, nil)
+	<-s.created
+
+	first := a.call(t, "", 0, nil)
+	out, err := elicittest.Payload(b.call(t, first.RequestState, 1, ada))
+	require.NoError(t, err)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+	<-s.created // B's
+
+	clk.Add(time.Second)
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown)) // waits for A's call to stand down
+	rec := ended(t, s, caller)
+	assert.Equal(t, b.el.Node(), rec.Node, "B's record, untouched by A")
+	assert.EqualValues(t, 2, rec.Epoch)
+	assert.Len(t, rec.Log, 1)
+	again, err := elicittest.Payload(b.call(t, first.RequestState, 1, ada))
+	require.NoError(t, err)
+	assert.Equal(t, out, again, "an identical resend gets the one outcome")
+}
