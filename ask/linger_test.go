@@ -17,11 +17,22 @@ import (
 	"github.com/elicitd/elicitd/store/memory"
 )
 
-// lingerFor has the clusters a test makes set Options.Linger to d (with RecordBehind).
-func lingerFor(t *testing.T, d time.Duration) {
+// lingering starts n nodes sharing a store s, on the mock clock clk, with RecordBehind and
+// Options.Linger d, and has node 0 ask a first question: recorded before its prompt (an
+// Elicitor's first), so that the next ones go behind.
+func lingering(t *testing.T, d time.Duration, n int, relay store.Relay) (clk *clock.Mock, s *createSignal, nodes []*clusterNode) {
+	t.Helper()
 	withRecordBehind(t)
 	nodeOptions = func(_ int, o *ask.Options) { o.Linger = d }
 	t.Cleanup(func() { nodeOptions = nil })
+	clk = clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	s = newCreateSignal(clk)
+	nodes = newClusterOn(t, clk, n, s, relay)
+	r, _ := asked(t, nodes[0].call(t, "", 0, nil))
+	require.Equal(t, 1, r)
+	<-s.created
+	return clk, s, nodes
 }
 
 // createSignal is a store that tells created of each record it creates, once it is in.
@@ -63,16 +74,10 @@ func open(t *testing.T, s store.Store, owner string) []store.Record {
 func TestARoundAnsweredWithinTheLingerIsWrittenOnce(t *testing.T) {
 	for _, pure := range []bool{false, true} {
 		t.Run(fmt.Sprintf("pure %v", pure), func(t *testing.T) {
-			lingerFor(t, time.Second)
 			pureTools = pure
 			t.Cleanup(func() { pureTools = false })
-			clk := clock.NewMock()
-			clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-			s := newCreateSignal(clk)
-			a := newClusterOn(t, clk, 1, s, nil)[0]
-			warm := a.call(t, "", 0, nil) // recorded before its prompt: the next ones go behind
-			<-s.created
-
+			clk, s, nodes := lingering(t, time.Second, 1, nil)
+			a := nodes[0]
 			s.reset()
 			slept := a.el.Counts().Hibernated // the first call's
 			first := a.call(t, "", 0, nil)
@@ -95,8 +100,8 @@ func TestARoundAnsweredWithinTheLingerIsWrittenOnce(t *testing.T) {
 			assert.Equal(t, int32(2), a.starts.Load(), "the handler ran once for each call: no replay")
 
 			clk.Add(2 * time.Second) // the held write's time: nothing more is written
-			assert.Equal(t, want, func() float64 { w, _ := s.per(1); return w }())
-			require.NotNil(t, warm)
+			w, _ = s.per(1)
+			assert.Equal(t, want, w)
 		})
 	}
 }
@@ -104,14 +109,8 @@ func TestARoundAnsweredWithinTheLingerIsWrittenOnce(t *testing.T) {
 // A first round nobody answers within Options.Linger is written when it is up, asleep, and
 // its call hibernates; the answer that comes later wakes it, on this node or another.
 func TestAFirstRoundIsWrittenWhenItsLingerIsUp(t *testing.T) {
-	lingerFor(t, time.Second)
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	s := newCreateSignal(clk)
-	nodes := newClusterOn(t, clk, 2, s, nil)
+	clk, s, nodes := lingering(t, time.Second, 2, nil)
 	a, b := nodes[0], nodes[1]
-	a.call(t, "", 0, nil)
-	<-s.created
 
 	slept := a.el.Counts().Hibernated // the first call's
 	first := a.call(t, "", 0, nil)
@@ -134,14 +133,8 @@ func TestAFirstRoundIsWrittenWhenItsLingerIsUp(t *testing.T) {
 // Close writes the first rounds it holds at once (a rolling restart loses no record), and
 // waits for those writes; another node then goes on with the question.
 func TestCloseWritesTheFirstRoundsItHolds(t *testing.T) {
-	lingerFor(t, time.Hour)
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	s := newCreateSignal(clk)
-	nodes := newClusterOn(t, clk, 2, s, nil)
+	_, s, nodes := lingering(t, time.Hour, 2, nil)
 	a, b := nodes[0], nodes[1]
-	a.call(t, "", 0, nil)
-	<-s.created
 
 	first := a.call(t, "", 0, nil)
 	second := a.call(t, "", 0, nil)
@@ -167,14 +160,8 @@ func TestCloseWritesTheFirstRoundsItHolds(t *testing.T) {
 // and answers; when the first node's linger is up, its write finds that record, and it
 // stands down, writing nothing and answering nothing twice.
 func TestARetryElsewhereWithinTheLinger(t *testing.T) {
-	lingerFor(t, time.Second)
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	s := newCreateSignal(clk)
-	nodes := newClusterOn(t, clk, 2, s, &memory.Relay{})
+	clk, s, nodes := lingering(t, time.Second, 2, &memory.Relay{})
 	a, b := nodes[0], nodes[1]
-	a.call(t, "", 0, nil)
-	<-s.created
 
 	first := a.call(t, "", 0, nil)
 	out, err := elicittest.Payload(b.call(t, first.RequestState, 1, ada))
