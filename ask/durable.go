@@ -237,6 +237,15 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 				claims = true
 			case errors.Is(err, errAlready):
 				c.pend = nil // in the record already
+			case errors.Is(err, errUsed):
+				// Another run claimed the round first with another response. On this node
+				// too: a second wake of one asleep record, by a retry that read it before
+				// the first wake's write (the same node, the same next epoch, so the re-read
+				// below cannot tell that write from this copy's own). This copy is not the
+				// call: it stands down as one fenced by another node does, and leaves
+				// nothing that would answer the winner's resend "used".
+				c.fenced = true
+				return errFenced
 			default:
 				return err
 			}

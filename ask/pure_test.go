@@ -2,6 +2,7 @@ package ask_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -101,3 +102,65 @@ func TestTheStoreSuitesWithPureTools(t *testing.T) {
 }
 
 var _ store.Store = (*countingStore)(nil)
+
+// heldGet is a store whose next Get, once armed, reads the record and then waits for the
+// test before it returns it: its reader goes on with a record that has moved meanwhile.
+type heldGet struct {
+	store.Store
+	armed atomic.Bool
+	held  chan chan struct{}
+}
+
+func (g *heldGet) Get(ctx context.Context, owner, id string) (store.Record, error) {
+	rec, err := g.Store.Get(ctx, owner, id)
+	if g.armed.CompareAndSwap(true, false) {
+		release := make(chan struct{})
+		g.held <- release
+		<-release
+	}
+	return rec, err
+}
+
+// Two retries of a pure call's asleep round, with different answers, reach one node: the
+// one that read the record before the other woke the call, and goes on after that call has
+// ended, wakes a second copy (the same node, the same next epoch). That copy's claim finds
+// the round claimed with the other answer: it hears "used" and leaves nothing behind, so
+// the winner's identical resend on that node gets the winner's outcome. (The copy used to
+// stay, holding its own claim, and answer that resend "used": a rare failure of
+// TestTheStoreSuitesWithPureTools/one_state_used_once.)
+func TestAStaleWakeLeavesTheWinnersResendAlone(t *testing.T) {
+	for _, pure := range []bool{true, false} {
+		t.Run(map[bool]string{true: "pure", false: "replayable"}[pure], func(t *testing.T) {
+			pureTools = pure
+			t.Cleanup(func() { pureTools = false })
+			g := &heldGet{Store: memory.New(memory.Options{}), held: make(chan chan struct{})}
+			nodes := newCluster(t, 2, g, nil)
+			a, b := nodes[0], nodes[1]
+			first := a.call(t, "", 0, nil) // recorded asleep, on A
+			r, _ := asked(t, first)
+			require.Equal(t, 1, r)
+
+			g.armed.Store(true)
+			lost := b.callAsync(first.RequestState, 1, map[string]any{"name": "Ada", "age": 40})
+			release := <-g.held // the loser has read the record: asleep, unclaimed
+
+			won, err := elicittest.Payload(b.call(t, first.RequestState, 1, ada))
+			require.NoError(t, err)
+			require.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, won)
+
+			close(release)
+			used, err := elicittest.Payload(<-lost)
+			require.NoError(t, err)
+			assert.Equal(t, "used", used["reason"], "%v", used)
+
+			for _, n := range nodes {
+				again, err := elicittest.Payload(n.call(t, first.RequestState, 1, ada))
+				require.NoError(t, err)
+				assert.Equal(t, won, again, "the winner's identical resend gets its outcome again")
+			}
+			rec := ended(t, g.Store, caller)
+			assert.Equal(t, 1, rec.Claimed)
+			assert.Len(t, rec.Log, 1, "one claim of the round: the winner's")
+		})
+	}
+}
