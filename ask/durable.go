@@ -420,13 +420,19 @@ func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n in
 		return hand(r)
 	}
 	c.el.busy.begin() // ended by firstWritten, or writeHeld
-	if d := c.el.linger; d > 0 {
+	if d := c.el.linger; d > 0 && !c.el.stopping.Load() {
 		c.first = change
 		h := &heldFirst{write: func() { c.writeHeld(ctx, pr, n) }}
 		c.held = h
 		c.el.held.add(c)
 		h.timer = c.el.clk.AfterFunc(d, h.write)
 		c.wmu.Unlock()
+		if c.el.stopping.Load() {
+			// Close may have gathered the held rounds before this one was added.
+			if h.timer.Stop() {
+				h.write()
+			}
+		}
 		return
 	}
 	go func() {
@@ -436,7 +442,7 @@ func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n in
 }
 
 // heldFirst is a call's first round, its write held back (Options.Linger): write writes
-// it, when timer fires, or at once if Close stops timer first (hurry).
+// it, when timer fires, or at once if Close stops timer first (heldCalls.hurry).
 type heldFirst struct {
 	timer *clock.Timer
 	write func()
@@ -450,7 +456,13 @@ func (c *call) writeHeld(ctx context.Context, pr elicitation.Prompt, n int) {
 	c.held = nil
 	c.el.held.drop(c)
 	change := c.first
-	if change == nil || c.rec != nil || c.pend != nil || c.fenced || c.over {
+	_, ended := pr.Elicitation.Outcome()
+	// A pure call's claim waiting for what its round returns is written with it, unless the
+	// node is stopping: that write may never come then (the call is left for another node).
+	pending := c.pend != nil && !c.el.stopping.Load()
+	// A question already ended is not written open and asleep: a write of its end that
+	// failed keeps first for the resend that records that end.
+	if change == nil || c.rec != nil || pending || ended || c.fenced || c.over {
 		c.wmu.Unlock()
 		c.el.busy.end()
 		return
@@ -460,15 +472,16 @@ func (c *call) writeHeld(ctx context.Context, pr elicitation.Prompt, n int) {
 	c.firstWritten(pr, n, change, err)
 }
 
-// hurry writes c's held first round now (Close: the node is stopping), on a goroutine of
-// its own that Close waits for (busy).
-func (c *call) hurry() {
+// hurried returns the write of c's held first round, its timer stopped, if it was still to
+// come (Close: the node is stopping, and writes it now).
+func (c *call) hurried() func() {
 	c.wmu.Lock()
 	h := c.held
 	c.wmu.Unlock()
 	if h != nil && h.timer.Stop() {
-		go h.write()
+		return h.write
 	}
+	return nil
 }
 
 // unhold (c.wmu held) drops c's held first round, recorded by another write or never to be
@@ -505,16 +518,29 @@ func (x *heldCalls) drop(c *call) {
 	delete(x.m, c)
 }
 
-// hurry has every held first round written now (hurry).
-func (x *heldCalls) hurry() {
+// hurry writes every held first round now, at once, and returns once they are written (their
+// calls hibernated), or ctx ends.
+func (x *heldCalls) hurry(ctx context.Context) {
 	x.mu.Lock()
 	cs := make([]*call, 0, len(x.m))
 	for c := range x.m {
 		cs = append(cs, c)
 	}
 	x.mu.Unlock()
+	var wg sync.WaitGroup
 	for _, c := range cs {
-		c.hurry()
+		if write := c.hurried(); write != nil {
+			wg.Go(write)
+		}
+	}
+	done := make(chan struct{})
+	go func() {
+		wg.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-ctx.Done():
 	}
 }
 

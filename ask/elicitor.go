@@ -230,7 +230,9 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 	if el.stopRelay != nil {
 		el.stopRelay() // retries go to the other nodes from now on
 	}
-	el.held.hurry() // the first rounds held back (Options.Linger) are written now
+	// The first rounds held back (Options.Linger) are written now, before the node says
+	// whether it leaves hibernating questions (asleep): theirs are among them.
+	el.held.hurry(ctx)
 	asleep := el.asleep.len() > 0
 	if err := el.reg.Close(ctx, reason); err != nil {
 		return err

@@ -3,6 +3,7 @@ package ask_test
 import (
 	"context"
 	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,10 +36,13 @@ func lingering(t *testing.T, d time.Duration, n int, relay store.Relay) (clk *cl
 	return clk, s, nodes
 }
 
-// createSignal is a store that tells created of each record it creates, once it is in.
+// createSignal is a store that tells created of each record it creates, once it is in; its
+// Creates fail while refuse is set (counted in refused), as a store's that is down do.
 type createSignal struct {
 	*countingStore
 	created chan store.Record
+	refuse  atomic.Bool
+	refused atomic.Int32
 }
 
 func newCreateSignal(clk clock.Clock) *createSignal {
@@ -46,6 +50,10 @@ func newCreateSignal(clk clock.Clock) *createSignal {
 }
 
 func (s *createSignal) Create(ctx context.Context, r store.Record) (uint64, error) {
+	if s.refuse.Load() {
+		s.refused.Add(1)
+		return 0, fmt.Errorf("%w: the test refused it", store.ErrUnavailable)
+	}
 	rev, err := s.countingStore.Create(ctx, r)
 	if err == nil {
 		s.created <- r
@@ -76,7 +84,7 @@ func TestARoundAnsweredWithinTheLingerIsWrittenOnce(t *testing.T) {
 		t.Run(fmt.Sprintf("pure %v", pure), func(t *testing.T) {
 			pureTools = pure
 			t.Cleanup(func() { pureTools = false })
-			clk, s, nodes := lingering(t, time.Second, 1, nil)
+			_, s, nodes := lingering(t, time.Second, 1, nil)
 			a := nodes[0]
 			s.reset()
 			slept := a.el.Counts().Hibernated // the first call's
@@ -99,9 +107,13 @@ func TestARoundAnsweredWithinTheLingerIsWrittenOnce(t *testing.T) {
 			assert.Equal(t, slept, a.el.Counts().Hibernated, "answered awake")
 			assert.Equal(t, int32(2), a.starts.Load(), "the handler ran once for each call: no replay")
 
-			clk.Add(2 * time.Second) // the held write's time: nothing more is written
+			// Recorded: nothing is held any more, and Close does not wait for the linger (the
+			// mock clock would never end it).
+			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			defer cancel()
+			require.NoError(t, a.el.Close(ctx, elicitation.Shutdown))
 			w, _ = s.per(1)
-			assert.Equal(t, want, w)
+			assert.Equal(t, want, w, "Close wrote nothing more")
 		})
 	}
 }
@@ -178,4 +190,35 @@ func TestARetryElsewhereWithinTheLinger(t *testing.T) {
 	again, err := elicittest.Payload(b.call(t, first.RequestState, 1, ada))
 	require.NoError(t, err)
 	assert.Equal(t, out, again, "an identical resend gets the one outcome")
+}
+
+// A question that ends within its first round's linger (cancelled here), the write of its
+// end failing: when the linger is up, the held write does not record it open and asleep (a
+// question over, which a later retry would replay); it stays unrecorded, its end kept for
+// the client's next request to record.
+func TestAHeldRoundIsNotWrittenOverAFailedEnd(t *testing.T) {
+	clk, s, nodes := lingering(t, time.Second, 1, nil)
+	a := nodes[0]
+	recs := open(t, s, caller)
+	require.Len(t, recs, 1)
+	warm := recs[0].Question
+	asked(t, a.call(t, "", 0, nil))
+	var id string
+	for _, snap := range a.el.Registry().List(caller) {
+		if snap.ID != warm {
+			id = snap.ID
+		}
+	}
+	require.NotEmpty(t, id)
+
+	s.refuse.Store(true)
+	require.NoError(t, a.el.Registry().Cancel(caller, id, elicitation.Operator))
+	require.Eventually(t, func() bool { return s.refused.Load() == 1 }, 5*time.Second, time.Millisecond, "the end's write is refused")
+	s.refuse.Store(false)
+	clk.Add(time.Second) // the linger is up
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown)) // waits for the held write's goroutine
+	for _, r := range open(t, s, caller) {
+		assert.NotEqual(t, id, r.Question, "a cancelled question recorded open: %+v", r)
+	}
+	assert.Equal(t, int32(2), a.starts.Load())
 }
