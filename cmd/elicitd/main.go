@@ -400,6 +400,7 @@ type config struct {
 	keepalive      time.Duration
 	pullIdle       time.Duration
 	keepAwake      bool
+	linger         time.Duration
 	logLevel       slog.Level
 	logJSON        bool // --log-format json
 	stateKey       string
@@ -431,6 +432,7 @@ func (c config) options() options {
 	o := options{Conformance: c.conformance,
 		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxRounds: c.maxRounds, MaxLive: c.maxLive,
 		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, KeepAwake: c.keepAwake, StateKey: []byte(c.stateKey), PageWait: c.pageWait,
+		Linger: c.linger,
 	}
 	if c.ratePerMinute > 0 {
 		o.Rate, o.Burst = rate.Limit(float64(c.ratePerMinute)/60), c.burst
@@ -523,6 +525,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"max-answer-bytes", "ELICITD_MAX_ANSWER_BYTES", "the largest answer accepted, as JSON (at most half the stdio frame limit, so an answer always fits in a frame)", "1048576", intIn(&c.maxAnswerBytes, 1024, maxFrameBytes/2)},
 		{"keepalive", "ELICITD_KEEPALIVE", "progress notifications while waiting, when the call has a progress token (0: off)", "15s", durationIn(&c.keepalive, 100*time.Millisecond, time.Hour, true)},
 		{"keep-awake", "ELICITD_KEEP_AWAKE", "with a store: keep a 2026-07-28 call's handler running between its rounds, as without one, instead of hibernating it (retries are then forwarded to the node holding it)", "false", boolean(&c.keepAwake)},
+		{"linger", "ELICITD_LINGER", "where one elicitd serves all its clients with a store (stdio; --http on an embedded store without --nats-listen): how long a question's first record write waits, its call awake, for an answer quick enough to make it unneeded (one store write instead of two, no hibernation and replay); a process killed within it leaves the question unrecorded until its client comes back (0: write at once)", "50ms", durationIn(&c.linger, time.Millisecond, time.Minute, true)},
 		{"pull-idle", "ELICITD_PULL_IDLE", "opt-in: end a 2026-07-28 question as abandoned when its client has not come back with a round's answer for this long, to free its slot before the deadline (0: off; the question lives until its deadline)", "0", func(s string) error {
 			d, err := time.ParseDuration(s)
 			if err != nil || d != 0 && (d < time.Second || d > 24*time.Hour) {

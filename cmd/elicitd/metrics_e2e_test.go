@@ -121,7 +121,7 @@ func TestMetricsCountKnownQuestionsInBothEras(t *testing.T) {
 	require.True(t, open.NeedsInput())
 
 	// The open question's first round is written behind its prompt, once its linger is up
-	// (firstLinger): each pull-era question is then recorded.
+	// (--linger): each pull-era question is then recorded.
 	var families map[string]*dto.MetricFamily
 	var body []byte
 	require.Eventually(t, func() bool {

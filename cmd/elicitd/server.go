@@ -34,6 +34,7 @@ type options struct {
 	Keepalive      time.Duration // push era: progress notifications while waiting, if the call has a token; 0: none
 	PullIdle       time.Duration // see ask.Options.PullIdle
 	KeepAwake      bool          // see ask.Options.KeepAwake
+	Linger         time.Duration // see ask.Options.Linger (with RecordBehind only)
 	StateKey       []byte        // the pull-era requestState HMAC key; random when empty
 	Logger         *slog.Logger  // elicitd's own log; discards when nil
 	SDKLogger      *slog.Logger  // the MCP SDK's log; Logger when nil
@@ -58,13 +59,6 @@ type options struct {
 	MoreStats    map[string]func() any // see ask.Options.MoreStats
 }
 
-// firstLinger is how long a first round written behind its prompt (RecordBehind) waits for
-// its write, its call awake (ask.Options.Linger): a round its client answers within it, as a
-// script or a host that fills the form itself does, is recorded by one write instead of two,
-// and not hibernated and replayed. A person takes seconds; 50 ms keeps a question's goroutines
-// for little longer than its first round takes to go out and come back over a network.
-const firstLinger = 50 * time.Millisecond
-
 // server is elicitd: an MCP server with elicitd's tools, all asking through one Elicitor.
 type server struct {
 	mcp         *mcp.Server
@@ -88,7 +82,7 @@ func newServer(o options, version string) *server {
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
 		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle, KeepAwake: o.KeepAwake,
 		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait, Store: o.Store,
-		RecordBehind: o.RecordBehind, Linger: firstLinger, OnEnd: o.OnEnd, MoreStats: o.MoreStats})
+		RecordBehind: o.RecordBehind, Linger: o.Linger, OnEnd: o.OnEnd, MoreStats: o.MoreStats})
 	set := o.Templates
 	if set == nil {
 		var err error
