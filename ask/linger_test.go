@@ -216,7 +216,8 @@ func TestAHeldRoundIsNotWrittenOverAFailedEnd(t *testing.T) {
 	require.Eventually(t, func() bool { return s.refused.Load() == 1 }, 5*time.Second, time.Millisecond, "the end's write is refused")
 	s.refuse.Store(false)
 	clk.Add(time.Second) // the linger is up
-	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown)) // waits for the held write's goroutine
+	// Close waits for the held write's goroutine.
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
 	for _, r := range open(t, s, caller) {
 		assert.NotEqual(t, id, r.Question, "a cancelled question recorded open: %+v", r)
 	}
