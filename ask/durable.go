@@ -429,8 +429,8 @@ func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n in
 		c.wmu.Unlock()
 		if c.el.stopping.Load() {
 			// Close may have gathered the held rounds before this one was added.
-			if h.timer.Stop() {
-				h.write()
+			if write := c.hurried(); write != nil {
+				write()
 			}
 		}
 		return
@@ -527,19 +527,18 @@ func (x *heldCalls) hurry(ctx context.Context) {
 		cs = append(cs, c)
 	}
 	x.mu.Unlock()
-	var wg sync.WaitGroup
+	var writing inflight
 	for _, c := range cs {
 		if write := c.hurried(); write != nil {
-			wg.Go(write)
+			writing.begin()
+			go func() {
+				defer writing.end()
+				write()
+			}()
 		}
 	}
-	done := make(chan struct{})
-	go func() {
-		wg.Wait()
-		close(done)
-	}()
 	select {
-	case <-done:
+	case <-writing.none():
 	case <-ctx.Done():
 	}
 }
