@@ -424,7 +424,7 @@ func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n in
 		c.first = change
 		h := &heldFirst{write: func() { c.writeHeld(ctx, pr, n) }}
 		c.held = h
-		c.el.held.add(c)
+		c.el.held.store(c, c)
 		h.timer = c.el.clk.AfterFunc(d, h.write)
 		c.wmu.Unlock()
 		if c.el.stopping.Load() {
@@ -442,7 +442,7 @@ func (c *call) recordHandBehind(ctx context.Context, pr elicitation.Prompt, n in
 }
 
 // heldFirst is a call's first round, its write held back (Options.Linger): write writes
-// it, when timer fires, or at once if Close stops timer first (heldCalls.hurry).
+// it, when timer fires, or at once if Close stops timer first (Elicitor.hurry).
 type heldFirst struct {
 	timer *clock.Timer
 	write func()
@@ -454,7 +454,7 @@ type heldFirst struct {
 func (c *call) writeHeld(ctx context.Context, pr elicitation.Prompt, n int) {
 	c.wmu.Lock()
 	c.held = nil
-	c.el.held.drop(c)
+	c.el.held.drop(c, c)
 	change := c.first
 	_, ended := pr.Elicitation.Outcome()
 	// A pure call's claim waiting for what its round returns is written with it, unless the
@@ -489,46 +489,18 @@ func (c *call) hurried() func() {
 func (c *call) unhold() {
 	if h := c.held; h != nil {
 		c.held = nil
-		c.el.held.drop(c)
+		c.el.held.drop(c, c)
 		if h.timer.Stop() {
 			c.el.busy.end()
 		}
 	}
 }
 
-// heldCalls are the calls whose first round's write is held back (Options.Linger): Close
-// has them written at once.
-type heldCalls struct {
-	mu sync.Mutex
-	m  map[*call]struct{}
-}
-
-func (x *heldCalls) add(c *call) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.m == nil {
-		x.m = make(map[*call]struct{})
-	}
-	x.m[c] = struct{}{}
-}
-
-func (x *heldCalls) drop(c *call) {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	delete(x.m, c)
-}
-
-// hurry writes every held first round now, at once, and returns once they are written (their
+// hurry writes every held first round now (el.held), at once, and returns once they are written (their
 // calls hibernated), or ctx ends.
-func (x *heldCalls) hurry(ctx context.Context) {
-	x.mu.Lock()
-	cs := make([]*call, 0, len(x.m))
-	for c := range x.m {
-		cs = append(cs, c)
-	}
-	x.mu.Unlock()
+func (el *Elicitor) hurry(ctx context.Context) {
 	var writing inflight
-	for _, c := range cs {
+	for _, c := range el.held.values() {
 		if write := c.hurried(); write != nil {
 			writing.begin()
 			go func() {

@@ -142,12 +142,12 @@ type Elicitor struct {
 	// after a write behind failed).
 	recordBehind bool
 	syncFirst    atomic.Bool
-	linger       time.Duration         // Options.Linger, with RecordBehind
-	held         heldCalls             // calls whose first round's write is held back (linger)
-	hibernate    bool                  // !Options.KeepAwake
-	asleep       asleepIndex           // call id -> *sleeper: the hibernating questions this node holds the timers of
-	deadlines    *timers.Set[*sleeper] // their deadlines, on one clock timer
-	node         string                // this Elicitor's name among those sharing the store
+	linger       time.Duration           // Options.Linger, with RecordBehind
+	held         index[*call, *call]     // calls whose first round's write is held back (linger), each its own key
+	hibernate    bool                    // !Options.KeepAwake
+	asleep       index[string, *sleeper] // call id -> *sleeper: the hibernating questions this node holds the timers of
+	deadlines    *timers.Set[*sleeper]   // their deadlines, on one clock timer
+	node         string                  // this Elicitor's name among those sharing the store
 	stopRelay    func()
 	stopping     atomic.Bool  // Close has begun
 	onEnd        func(Ending) // Options.OnEnd
@@ -232,7 +232,7 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 	}
 	// The first rounds held back (Options.Linger) are written now, before the node says
 	// whether it leaves hibernating questions (asleep): theirs are among them.
-	el.held.hurry(ctx)
+	el.hurry(ctx)
 	asleep := el.asleep.len() > 0
 	if err := el.reg.Close(ctx, reason); err != nil {
 		return err

@@ -324,44 +324,55 @@ func (el *Elicitor) holdSleeper(s *sleeper) {
 	el.asleep.store(s.call, s)
 }
 
-// asleepIndex is the sleepers a node holds, by call id: a map under a mutex rather than a
-// sync.Map, whose trie nodes cost an open question some 120 bytes more
-// (BenchmarkLiveQuestions).
-type asleepIndex struct {
+// index is a map under a mutex: the sleepers a node holds by call id (rather than a
+// sync.Map, whose trie nodes cost an open question some 120 bytes more:
+// BenchmarkLiveQuestions), and the calls whose first round is held back.
+type index[K comparable, V comparable] struct {
 	mu sync.Mutex
-	m  map[string]*sleeper
+	m  map[K]V
 }
 
-func (x *asleepIndex) store(id string, s *sleeper) {
+func (x *index[K, V]) store(k K, v V) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.m == nil {
-		x.m = map[string]*sleeper{}
+		x.m = map[K]V{}
 	}
-	x.m[id] = s
+	x.m[k] = v
 }
 
-// len is how many sleepers there are.
-func (x *asleepIndex) len() int {
+// len is how many entries there are.
+func (x *index[K, V]) len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return len(x.m)
 }
 
-// load is the sleeper of call id, nil if none.
-func (x *asleepIndex) load(id string) *sleeper {
+// load is k's value, the zero value if none.
+func (x *index[K, V]) load(k K) V {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	return x.m[id]
+	return x.m[k]
 }
 
-// drop removes s, if it is still call id's.
-func (x *asleepIndex) drop(id string, s *sleeper) {
+// drop removes k, if v is still its value.
+func (x *index[K, V]) drop(k K, v V) {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.m[id] == s {
-		delete(x.m, id)
+	if x.m[k] == v {
+		delete(x.m, k)
 	}
+}
+
+// values are the values there are now.
+func (x *index[K, V]) values() []V {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	out := make([]V, 0, len(x.m))
+	for _, v := range x.m {
+		out = append(out, v)
+	}
+	return out
 }
 
 // drop takes s out of the registry (with o: its question ended so) and stops its timer.
