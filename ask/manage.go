@@ -63,7 +63,7 @@ func (el *Elicitor) AddManagement(server *mcp.Server) {
 // caller's owner. It asks nothing, so it needs none of a call's machinery.
 func manage[In any](el *Elicitor, server *mcp.Server, name, title, description string, h func(owner string, in In) (any, error)) {
 	schema, decode := typedArgs[In](name)
-	server.AddTool(&mcp.Tool{Name: name, Title: title, Description: description, InputSchema: encodedSchema(schema)},
+	el.addTool(server, &mcp.Tool{Name: name, Title: title, Description: description}, schema,
 		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			in, err := decode(req.Params.Arguments)
 			var out any

@@ -95,7 +95,7 @@ func (el *Elicitor) Add(server *mcp.Server, tools ...Tool) {
 		if t.Pure {
 			opts = append(opts, Pure)
 		}
-		server.AddTool(&mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description, InputSchema: encodedSchema(t.schema)},
+		el.addTool(server, &mcp.Tool{Name: t.Name, Title: t.Title, Description: t.Description}, t.schema,
 			el.Handler(func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 				out, err := handle(ctx, req.Params.Arguments)
 				if err != nil {
@@ -199,11 +199,11 @@ func argumentProblem(err error) string {
 	})
 }
 
-// encodedSchema is schema as JSON, as tools/list sends it. go-sdk reads a tool's input
-// schema on every 2026-07-28 tools/call over Streamable HTTP (for its x-mcp-header
-// annotations), by encoding it: encoded once here, that is a copy, not a walk of the
-// schema by reflection (a tenth of elicitd's CPU per call with ask_user's schema). A
-// schema that does not encode is passed as it is, for AddTool to refuse.
+// encodedSchema is schema as JSON, as tools/list sends it, encoded once: go-sdk encodes a
+// tool's input schema where it reads it (on registering, listing, and each 2026-07-28
+// tools/call over Streamable HTTP for a schema with x-mcp-header: listing.go), and encoded,
+// that is a copy, not a walk of the schema by reflection. A schema that does not encode is
+// passed as it is, for AddTool to refuse.
 func encodedSchema(schema *jsonschema.Schema) any {
 	b, err := json.Marshal(schema)
 	if err != nil {

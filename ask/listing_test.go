@@ -1,0 +1,110 @@
+package ask_test
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/elicitation"
+)
+
+type whereIn struct {
+	Region string `json:"region"`
+	Note   string `json:"note,omitempty"`
+}
+
+// go-sdk holds a bare input schema for a tool whose own has no x-mcp-header (listing.go):
+// tools/list still sends every tool's schema in full, and a tool whose schema binds an
+// argument to a header still has that header checked, over Streamable HTTP at 2026-07-28.
+func TestToolsListSendsFullSchemasAndHeadersAreStillChecked(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	el := ask.New(server, ask.Options{Clock: clock.NewMock()})
+	defer func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) }()
+
+	plain := ask.NewTool("plain", "Plain", "no header", func(_ context.Context, in whereIn) (ask.Text, error) {
+		return ask.Text("plain " + in.Region), nil
+	})
+	bound := ask.InputSchema[whereIn]()
+	bound.Properties["region"].Extra = map[string]any{"x-mcp-header": "Region"}
+	where := ask.RawTool[whereIn]("where", "Where", "region in a header", func(_ context.Context, args json.RawMessage) (any, error) {
+		return ask.Text("where " + string(args)), nil
+	}).WithInputSchema(bound)
+	el.Add(server, plain, where)
+	el.AddManagement(server)
+
+	hs := httptest.NewServer(mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return server }, &mcp.StreamableHTTPOptions{Stateless: true}))
+	defer hs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, nil).Connect(ctx, &mcp.StreamableClientTransport{Endpoint: hs.URL, DisableStandaloneSSE: true}, nil)
+	require.NoError(t, err)
+	defer func() { _ = cs.Close() }()
+
+	list, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	want := map[string]*jsonschema.Schema{
+		"plain": ask.InputSchema[whereIn](), "where": bound,
+		"list_elicitations": nil, "cancel_elicitation": nil, "extend_elicitation": nil,
+	}
+	require.Len(t, list.Tools, len(want))
+	for _, tool := range list.Tools {
+		got, err := json.Marshal(tool.InputSchema)
+		require.NoError(t, err)
+		require.Contains(t, want, tool.Name)
+		if w := want[tool.Name]; w != nil {
+			exp, err := json.Marshal(w)
+			require.NoError(t, err)
+			assert.JSONEq(t, string(exp), string(got), "%s's schema in tools/list", tool.Name)
+			continue
+		}
+		// The management tools' schemas are their own, not the bare one go-sdk holds.
+		assert.NotEqual(t, `{"type":"object"}`, string(got), "%s's schema in tools/list", tool.Name)
+	}
+
+	// Called by the client, which sends the headers the listed schemas ask for.
+	for name, text := range map[string]string{"plain": "plain eu", "where": `where {"region":"eu"}`} {
+		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: name, Arguments: map[string]any{"region": "eu"}})
+		require.NoError(t, err, name)
+		require.False(t, res.IsError, "%s: %v", name, res.Content)
+		assert.Equal(t, text, res.Content[0].(*mcp.TextContent).Text)
+	}
+
+	// Called without the Mcp-Param-Region header: go-sdk refuses the bound tool's call, and
+	// not the other's.
+	post := func(name string) (int, string) {
+		body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"` + name + `","arguments":{"region":"eu"},` +
+			`"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},` +
+			`"io.modelcontextprotocol/clientInfo":{"name":"t","version":"1"}}}}`
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, hs.URL, strings.NewReader(body))
+		require.NoError(t, err)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Mcp-Protocol-Version", "2026-07-28")
+		req.Header.Set("Mcp-Method", "tools/call")
+		req.Header.Set("Mcp-Name", name)
+		res, err := http.DefaultClient.Do(req)
+		require.NoError(t, err)
+		defer res.Body.Close()
+		raw, err := io.ReadAll(res.Body)
+		require.NoError(t, err)
+		return res.StatusCode, string(raw)
+	}
+	code, body := post("where")
+	assert.Contains(t, body, "Mcp-Param-Region", "the bound tool's call without its header (%d)", code)
+	assert.NotContains(t, body, "where {", "the bound tool ran")
+	code, body = post("plain")
+	assert.Equal(t, http.StatusOK, code, body)
+	assert.Contains(t, body, "plain eu")
+}
