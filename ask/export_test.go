@@ -6,3 +6,6 @@ func SetSleepHook(f func(questionID string)) (unset func()) {
 	sleepHook = f
 	return func() { sleepHook = nil }
 }
+
+// HeldRounds is how many calls' first rounds el holds back (Options.Linger).
+func (el *Elicitor) HeldRounds() int { return len(el.held.values()) }

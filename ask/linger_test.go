@@ -2,12 +2,14 @@ package ask_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -16,6 +18,7 @@ import (
 	"github.com/elicitd/elicitd/elicittest"
 	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/memory"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // lingering starts n nodes sharing a store s, on the mock clock clk, with RecordBehind and
@@ -222,4 +225,119 @@ func TestAHeldRoundIsNotWrittenOverAFailedEnd(t *testing.T) {
 		assert.NotEqual(t, id, r.Question, "a cancelled question recorded open: %+v", r)
 	}
 	assert.Equal(t, int32(2), a.starts.Load())
+}
+
+// A pure call's first round answered within the linger, still at work when the linger is up:
+// its handler after Ask returned, or its Then before a follow-up. The held write stands down
+// (the question has ended, or its claim waits for what the round returns), and the one write
+// that records what the round returns records the round and the claim. The call is never
+// written asleep with its answer missing, nor hibernated while it works; a resend of the
+// round with another answer finds it used, and an identical one gets the same.
+func TestALingerUpWhileAPureRoundIsAtWorkWritesNothingOfItsOwn(t *testing.T) {
+	cityForm := func() *validator.Compiled {
+		f, err := validator.Compile(validator.Form{Fields: []validator.Field{{Name: "city", Type: validator.Text, Label: "City", Required: true}}})
+		require.NoError(t, err)
+		return f
+	}()
+	for _, followUp := range []bool{false, true} {
+		t.Run(map[bool]string{false: "handler after Ask", true: "Then before a follow-up"}[followUp], func(t *testing.T) {
+			withRecordBehind(t)
+			pureTools = true
+			t.Cleanup(func() { pureTools = false })
+			nodeOptions = func(_ int, o *ask.Options) { o.Linger = time.Second }
+			t.Cleanup(func() { nodeOptions = nil })
+			clk := clock.NewMock()
+			clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+			s := newCreateSignal(clk)
+			var block atomic.Bool
+			working, release := make(chan struct{}), make(chan struct{})
+			wait := func() {
+				if block.Load() {
+					working <- struct{}{}
+					<-release
+				}
+			}
+			nodes := newClusterWith(t, clk, 1, s, nil, "contact", func(*ask.Elicitor) func(context.Context, json.RawMessage) (any, error) {
+				return func(ctx context.Context, _ json.RawMessage) (any, error) {
+					q := ask.Question{Message: "Who are you?", Form: personForm}
+					if followUp {
+						q.Then = func(data map[string]any) elicitation.Next {
+							if _, asked := data["city"]; asked {
+								return elicitation.Next{}
+							}
+							wait()
+							return elicitation.Next{FollowUp: ask.FollowUp("Where?", cityForm)}
+						}
+					}
+					out, err := ask.Ask(ctx, q)
+					if err == nil && !followUp {
+						wait()
+					}
+					return out, err
+				}
+			})
+			a := nodes[0]
+			r, _ := asked(t, a.call(t, "", 0, nil)) // an Elicitor's first: recorded before its prompt
+			require.Equal(t, 1, r)
+			<-s.created
+
+			s.reset()
+			block.Store(true)
+			slept := a.el.Counts().Hibernated
+			first := a.call(t, "", 0, nil)
+			r, _ = asked(t, first)
+			require.Equal(t, 1, r)
+			require.Equal(t, 1, a.el.HeldRounds())
+			done := make(chan *mcp.CallToolResult, 1)
+			go func() { done <- a.call(t, first.RequestState, 1, ada) }()
+			<-working // answered
+
+			clk.Add(time.Second) // the linger is up
+			require.Eventually(t, func() bool { return a.el.HeldRounds() == 0 }, 10*time.Second, time.Millisecond)
+			w, _ := s.per(1)
+			assert.Zero(t, w, "nothing written while the round is at work")
+			assert.Equal(t, slept, a.el.Counts().Hibernated, "not hibernated while at work")
+
+			block.Store(false) // a replay (of a call asleep at round 2) runs Then again
+			close(release)
+			res := <-done
+			w, _ = s.per(1)
+			assert.Equal(t, float64(1), w, "one write: the round, its claim and what it returned")
+			var rec store.Record
+			if followUp {
+				r, _ = asked(t, res)
+				require.Equal(t, 2, r)
+				recs := open(t, s, caller)
+				require.Len(t, recs, 2, "the first call's, and this one's")
+				for _, x := range recs {
+					if x.Handed == 2 {
+						rec = x
+					}
+				}
+				assert.Equal(t, 2, rec.Handed, "%+v", recs)
+			} else {
+				rec = ended(t, s, caller)
+				assert.Equal(t, 1, rec.Handed)
+				assert.Equal(t, slept, a.el.Counts().Hibernated, "never hibernated")
+			}
+			assert.Equal(t, 1, rec.Claimed)
+			assert.Len(t, rec.Log, 1)
+			assert.Equal(t, int32(2), a.starts.Load(), "no replay")
+
+			used, err := elicittest.Payload(a.call(t, first.RequestState, 1, map[string]any{"name": "Bob", "age": 40}))
+			require.NoError(t, err)
+			assert.Equal(t, "used", used["reason"], "%v", used)
+			same := a.call(t, first.RequestState, 1, ada)
+			assert.Equal(t, res, same, "an identical resend gets the same")
+			if followUp {
+				out, err := elicittest.Payload(a.call(t, res.RequestState, 2, map[string]any{"city": "Paris"}))
+				require.NoError(t, err)
+				assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30), "city": "Paris"}, out)
+			} else {
+				out, err := elicittest.Payload(res)
+				require.NoError(t, err)
+				assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, out)
+			}
+		})
+	}
 }
