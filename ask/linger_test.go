@@ -64,6 +64,12 @@ func (s *createSignal) Create(ctx context.Context, r store.Record) (uint64, erro
 	return rev, err
 }
 
+// All reads every record, as the memory store does: a node that takes over a gone node's
+// hibernating questions scans the store (store.Scanner).
+func (s *createSignal) All(ctx context.Context) ([]store.Record, error) {
+	return s.countingStore.Store.(store.Scanner).All(ctx)
+}
+
 // open returns owner's records in s that are not ended.
 func open(t *testing.T, s store.Store, owner string) []store.Record {
 	t.Helper()
@@ -340,4 +346,62 @@ func TestALingerUpWhileAPureRoundIsAtWorkWritesNothingOfItsOwn(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A node that closes holding a first round back (Options.Linger) writes it asleep, and so
+// leaves a hibernating question: its roster stays for the other nodes, one of which takes
+// the question's timer over and ends it at its deadline, reported once. (Had Close decided
+// what it leaves before that write landed, it would have left nothing: its roster gone,
+// nobody would end the question.)
+func TestAClosingNodesHeldRoundEndsOnTimeElsewhere(t *testing.T) {
+	withRecordBehind(t)
+	heard := &byKey{}
+	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add; o.Linger = time.Hour }
+	t.Cleanup(func() { nodeOptions = nil })
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	s := newCreateSignal(clk)
+	nodes := newClusterOn(t, clk, 2, s, &memory.Relay{})
+	a, b := nodes[0], nodes[1]
+	timedOut := func() (n int) {
+		for _, ends := range heard.get() {
+			for _, e := range ends {
+				if e.State == elicitation.TimedOut {
+					n++
+				}
+			}
+		}
+		return n
+	}
+
+	// An Elicitor's first round is recorded before its prompt; answered, it leaves A
+	// nothing asleep.
+	first := a.call(t, "", 0, nil)
+	<-s.created
+	_, err := elicittest.Payload(a.call(t, first.RequestState, 1, ada))
+	require.NoError(t, err)
+	held := a.call(t, "", 0, nil)
+	r, _ := asked(t, held)
+	require.Equal(t, 1, r)
+	require.Equal(t, 1, a.el.HeldRounds())
+
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+	rec := open(t, s, caller)
+	require.Len(t, rec, 1, "written by Close")
+	assert.True(t, rec[0].Asleep)
+
+	clk.Add(5 * time.Second) // B's next look at the rosters
+	require.Eventually(t, func() bool {
+		if b.el.Registry().Len() == 1 {
+			return true
+		}
+		clk.Add(50 * time.Millisecond)
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "B takes over the timer of the question A left asleep")
+	assert.Zero(t, timedOut())
+	clk.Add(time.Minute) // the question's deadline
+	require.Eventually(t, func() bool { return timedOut() == 1 }, 5*time.Second, time.Millisecond, "ended at its deadline, by B")
+	p := payload(t, b, held.RequestState, 1, ada)
+	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
+	assert.Equal(t, 1, timedOut(), "reported once")
 }
