@@ -167,8 +167,9 @@ type Elicitor struct {
 	watching  atomic.Bool   // WatchStreams names streams: a POST's call without its stream came after it ended
 
 	// listing.go: the input schemas tools/list sends in place of the bare one go-sdk holds,
-	// by the *mcp.Tool it holds, and the servers whose listings are mended.
-	fullSchemas, listedOn sync.Map
+	// by the *mcp.Tool it holds; the tool each name was added as last (listedName); and the
+	// servers whose listings are mended.
+	fullSchemas, listedAs, listedOn sync.Map
 
 	mu      sync.Mutex
 	answers []time.Duration // recent times to a completed answer, a ring

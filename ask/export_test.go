@@ -9,3 +9,9 @@ func SetSleepHook(f func(questionID string)) (unset func()) {
 
 // HeldRounds is how many calls' first rounds el holds back (Options.Linger).
 func (el *Elicitor) HeldRounds() int { return len(el.held.values()) }
+
+// ListedSchemas is how many full input schemas el keeps for tools/list (listing.go).
+func (el *Elicitor) ListedSchemas() (n int) {
+	el.fullSchemas.Range(func(any, any) bool { n++; return true })
+	return n
+}

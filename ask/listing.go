@@ -27,7 +27,12 @@ var bareObject = json.RawMessage(`{"type":"object"}`)
 func (el *Elicitor) addTool(server *mcp.Server, t *mcp.Tool, schema *jsonschema.Schema, h mcp.ToolHandler) {
 	full := encodedSchema(schema)
 	raw, ok := full.(json.RawMessage)
-	if !ok || bytes.Contains(raw, []byte("x-mcp-header")) {
+	// The tool this one replaces, if any, is listed no more.
+	if old, had := el.listedAs.Swap(listedName{server, t.Name}, t); had {
+		el.fullSchemas.Delete(old)
+	}
+	// A schema that is not an object's is given as it is, for go-sdk to refuse.
+	if !ok || schema.Type != "object" || bytes.Contains(raw, []byte("x-mcp-header")) {
 		t.InputSchema = full
 		server.AddTool(t, h)
 		return
@@ -40,6 +45,12 @@ func (el *Elicitor) addTool(server *mcp.Server, t *mcp.Tool, schema *jsonschema.
 		server.AddReceivingMiddleware(el.listWithSchemas)
 	}
 	server.AddTool(t, h)
+}
+
+// listedName is a tool's name on a server: the key of the tool added last by that name.
+type listedName struct {
+	server *mcp.Server
+	name   string
 }
 
 // listWithSchemas puts the full input schemas back into tools/list results.

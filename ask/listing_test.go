@@ -3,6 +3,7 @@ package ask_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/elicittest"
 )
 
 type whereIn struct {
@@ -107,4 +109,43 @@ func TestToolsListSendsFullSchemasAndHeadersAreStillChecked(t *testing.T) {
 	code, body = post("plain")
 	assert.Equal(t, http.StatusOK, code, body)
 	assert.Contains(t, body, "plain eu")
+}
+
+// A tool added again by its name replaces the one before in tools/list, and the schema kept
+// for the one replaced is dropped: a server that reloads its tools (elicitd on SIGHUP) keeps
+// one per tool. A schema that is not an object's is still refused by go-sdk, as it was before
+// go-sdk was given bare schemas.
+func TestAToolAddedAgainIsListedAsAddedLast(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	el := ask.New(server, ask.Options{Clock: clock.NewMock()})
+	defer func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) }()
+	tool := ask.NewTool("plain", "Plain", "no header", func(_ context.Context, in whereIn) (ask.Text, error) {
+		return ask.Text(in.Region), nil
+	})
+	var last *jsonschema.Schema
+	for i := range 5 {
+		last = ask.InputSchema[whereIn]()
+		last.Description = fmt.Sprintf("version %d", i)
+		el.Add(server, tool.WithInputSchema(last))
+	}
+	assert.Equal(t, 1, el.ListedSchemas(), "one schema kept for the one tool")
+	bound := ask.InputSchema[whereIn]()
+	bound.Properties["region"].Extra = map[string]any{"x-mcp-header": "Region"}
+	el.Add(server, tool.WithInputSchema(bound))
+	assert.Zero(t, el.ListedSchemas(), "a tool given to go-sdk in full needs none kept")
+	el.Add(server, tool.WithInputSchema(last))
+
+	cs := elicittest.Connect(t, server, elicittest.Pull).Session
+	list, err := cs.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	require.Len(t, list.Tools, 1)
+	got, err := json.Marshal(list.Tools[0].InputSchema)
+	require.NoError(t, err)
+	want, err := json.Marshal(last)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(want), string(got))
+
+	assert.PanicsWithError(t, `AddTool "text": input schema must have type "object" (got string)`, func() {
+		el.Add(server, ask.NewTool("text", "", "", func(context.Context, string) (ask.Text, error) { return "", nil }))
+	})
 }
