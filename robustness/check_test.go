@@ -90,3 +90,26 @@ func TestTheCutsAreMatchedToTheirOwnEnds(t *testing.T) {
 	assert.Less(t, slowest, time.Second)
 	assert.Zero(t, unrostered)
 }
+
+// A call cut before its prompt reached the client (its node killed as it asked) may have made
+// a question, which a survivor ends (client_gone, with an event), or not. Its end is matched
+// once the cuts whose question was seen have theirs: it takes no end from them, and needs
+// none (a CI run flagged such an end as a question that should not have ended).
+func TestAnUnseenCutMayHaveAnEnd(t *testing.T) {
+	t0 := time.Date(2026, 11, 27, 15, 14, 4, 274e6, time.UTC)
+	cuts := []cut{
+		{key: "p2-q9", node: 2, at: t0.Add(5 * time.Millisecond), why: "EOF", unseen: true},
+		{key: "p1-q3", node: 1, at: t0.Add(6 * time.Millisecond), why: "EOF", asked: t0.Add(-2 * time.Second)},
+		{key: "p0-q4", node: 0, at: t0.Add(7 * time.Millisecond), why: "EOF", unseen: true},
+	}
+	ended := []event{{ID: "evt_A_ended", Outcome: "client_gone", Ended: t0.Add(7511 * time.Millisecond)}}
+	unmatched, used, _, unrostered := matchCuts(cuts, ended, func(string) bool { return false })
+	assert.Empty(t, unmatched, "the seen cut has the one end; the unseen ones need none")
+	assert.True(t, used["evt_A_ended"])
+	assert.Zero(t, unrostered)
+
+	ended = append(ended, event{ID: "evt_B_ended", Outcome: "client_gone", Ended: t0.Add(7600 * time.Millisecond)})
+	unmatched, used, _, _ = matchCuts(cuts, ended, func(string) bool { return false })
+	assert.Empty(t, unmatched)
+	assert.Len(t, used, 2, "the second end is an unseen cut's")
+}

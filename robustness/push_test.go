@@ -80,6 +80,10 @@ type cut struct {
 	// asked is when the person was asked: a question asked less than the roster's flush
 	// (100 ms) before its node died may go unfound (ask/roster.go), a limit of the design.
 	asked time.Time
+	// unseen: the call was cut before its prompt reached the client. Its node may have made
+	// the question (and a survivor then ends it, client_gone, with an event) or not: its end
+	// may match an event, and need not.
+	unseen bool
 }
 
 // pushLoad is the push-era clients and what they saw.
@@ -163,7 +167,10 @@ func (p *pushLoad) client(ctx context.Context, i int) {
 		case (err != nil || body["code"] != nil) && !wasAsked:
 			// Refused (the node stopping: SERVER_STOPPING, or ELICITATION_CANCELLED reason
 			// shutdown from a registry already closed), or cut off before it was asked: no
-			// question the person saw.
+			// question the person saw. One cut off may be a question its node had made.
+			if err != nil {
+				p.cuts = append(p.cuts, cut{key: k, node: i, at: time.Now(), why: err.Error(), unseen: true})
+			}
 			_ = s.Close()
 			s = nil
 		case err != nil, body["reason"] == "shutdown" || body["reason"] == "client_gone":

@@ -360,8 +360,14 @@ func (c *cluster) judgePush() {
 		}
 	}
 	c.hooks.mu.Unlock()
-	t.Logf("push-era: %d completed, %d cut by their node (longest from the cut to the end: %v; %d asked less than 250 ms before their node died, not in its roster yet); webhook events: %d, %d of them delivered more than once",
-		len(p.completed), len(p.cuts), slowest.Round(time.Millisecond), unrostered, len(events), redelivered)
+	unseen := 0
+	for _, ct := range p.cuts {
+		if ct.unseen {
+			unseen++
+		}
+	}
+	t.Logf("push-era: %d completed, %d cut by their node (longest from the cut to the end: %v; %d asked less than 250 ms before their node died, not in its roster yet; %d cut before their prompt reached the client); webhook events: %d, %d of them delivered more than once",
+		len(p.completed), len(p.cuts), slowest.Round(time.Millisecond), unrostered, unseen, len(events), redelivered)
 	assert.Empty(t, missing, "completed questions without their event")
 	assert.Empty(t, twice, "questions with more than one event")
 	assert.Empty(t, stray, "completed events of questions their client did not see complete")
@@ -385,12 +391,16 @@ func (c *cluster) wasCut(name string) bool {
 // no push client's key, so the cuts are matched by time: each, the earliest first, to the
 // earliest end in its window not matched yet. The windows are all as long, so this matches
 // every cut that any assignment could; taking the events in the receiver's (map) order
-// could give an early cut a later cut's end, and leave the later one unmatched. It returns
-// the cuts unmatched, the events used, the longest from a cut to its end, and how many cuts
+// could give an early cut a later cut's end, and leave the later one unmatched. The cuts
+// of calls whose prompt never reached the client (unseen) are matched last, to the ends
+// left: their question may not have been made, and needs no end. It returns the cuts
+// unmatched, the events used, the longest from a cut to its end, and how many cuts
 // without an end were asked too shortly before their node died to be in its roster.
 func matchCuts(all []cut, ended []event, completed func(key string) bool) (unmatched []string, used map[string]bool, slowest time.Duration, unrostered int) {
 	ended = slices.SortedFunc(slices.Values(ended), func(a, b event) int { return a.Ended.Compare(b.Ended) })
-	cuts := slices.SortedFunc(slices.Values(all), func(a, b cut) int { return a.at.Compare(b.at) })
+	cuts := slices.SortedStableFunc(slices.Values(all), func(a, b cut) int { return a.at.Compare(b.at) })
+	cuts = append(slices.DeleteFunc(slices.Clone(cuts), func(c cut) bool { return c.unseen }),
+		slices.DeleteFunc(cuts, func(c cut) bool { return !c.unseen })...)
 	used = map[string]bool{}
 	for _, ct := range cuts {
 		if completed(ct.key) {
@@ -403,6 +413,9 @@ func matchCuts(all []cut, ended []event, completed func(key string) bool) (unmat
 				slowest = max(slowest, e.Ended.Sub(ct.at))
 				break
 			}
+		}
+		if !found && ct.unseen {
+			continue
 		}
 		if !found && ct.at.Sub(ct.asked) < 250*time.Millisecond && !strings.Contains(ct.why, "shutdown") {
 			// Asked within the roster's flush before its node died: the survivors may not
