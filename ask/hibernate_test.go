@@ -159,16 +159,7 @@ func TestAGoneNodesHibernatingQuestionsEndOnTime(t *testing.T) {
 	first := a.call(t, "", 0, nil)
 	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
 
-	clk.Add(5 * time.Second) // B's next look at the rosters
-	// Moved on a little at a time while B's look is not done: its timer may not have been
-	// armed again yet when the clock first moved (a loaded machine).
-	require.Eventually(t, func() bool {
-		if b.el.Registry().Len() == 1 {
-			return true
-		}
-		clk.Add(50 * time.Millisecond)
-		return false
-	}, 5*time.Second, 10*time.Millisecond, "B takes over the timer of the question A held asleep")
+	takesOver(t, clk, b)
 	listed := b.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)
 	require.Len(t, listed, 1)
 	assert.Empty(t, heard.get())
@@ -182,6 +173,22 @@ func TestAGoneNodesHibernatingQuestionsEndOnTime(t *testing.T) {
 	p := payload(t, b, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
 	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
 	assert.Len(t, heard.get(), 1, "reported once")
+}
+
+// takesOver moves clk to node n's next look at the rosters, and waits until n has taken over
+// the timer of the one question a gone node held asleep.
+func takesOver(t *testing.T, clk *clock.Mock, n *clusterNode) {
+	t.Helper()
+	clk.Add(5 * time.Second)
+	// Moved on a little at a time while n's look is not done: its timer may not have been
+	// armed again yet when the clock first moved (a loaded machine).
+	require.Eventually(t, func() bool {
+		if n.el.Registry().Len() == 1 {
+			return true
+		}
+		clk.Add(50 * time.Millisecond)
+		return false
+	}, 5*time.Second, 10*time.Millisecond, "the survivor takes over the timer of the question the gone node held asleep")
 }
 
 // A retry that answers the round reaching the node the call hibernated on wakes it from the

@@ -390,14 +390,7 @@ func TestAClosingNodesHeldRoundEndsOnTimeElsewhere(t *testing.T) {
 	require.Len(t, rec, 1, "written by Close")
 	assert.True(t, rec[0].Asleep)
 
-	clk.Add(5 * time.Second) // B's next look at the rosters
-	require.Eventually(t, func() bool {
-		if b.el.Registry().Len() == 1 {
-			return true
-		}
-		clk.Add(50 * time.Millisecond)
-		return false
-	}, 5*time.Second, 10*time.Millisecond, "B takes over the timer of the question A left asleep")
+	takesOver(t, clk, b)
 	assert.Zero(t, timedOut())
 	clk.Add(time.Minute) // the question's deadline
 	require.Eventually(t, func() bool { return timedOut() == 1 }, 5*time.Second, time.Millisecond, "ended at its deadline, by B")
