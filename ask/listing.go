@@ -32,7 +32,7 @@ func (el *Elicitor) addTool(server *mcp.Server, t *mcp.Tool, schema *jsonschema.
 		el.fullSchemas.Delete(old)
 	}
 	// A schema that is not an object's is given as it is, for go-sdk to refuse.
-	if !ok || schema.Type != "object" || bytes.Contains(raw, []byte("x-mcp-header")) {
+	if !ok || schema == nil || schema.Type != "object" || bytes.Contains(raw, []byte("x-mcp-header")) {
 		t.InputSchema = full
 		server.AddTool(t, h)
 		return

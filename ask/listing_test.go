@@ -148,4 +148,7 @@ func TestAToolAddedAgainIsListedAsAddedLast(t *testing.T) {
 	assert.PanicsWithError(t, `AddTool "text": input schema must have type "object" (got string)`, func() {
 		el.Add(server, ask.NewTool("text", "", "", func(context.Context, string) (ask.Text, error) { return "", nil }))
 	})
+	assert.PanicsWithError(t, `AddTool "none": input schema must have type "object" (got <nil>)`, func() {
+		el.Add(server, ask.NewTool("none", "", "", func(context.Context, whereIn) (ask.Text, error) { return "", nil }).WithInputSchema(nil))
+	})
 }
