@@ -166,10 +166,9 @@ type Elicitor struct {
 	streamSeq atomic.Uint64 // names the streams
 	watching  atomic.Bool   // WatchStreams names streams: a POST's call without its stream came after it ended
 
-	// listing.go: the input schemas tools/list sends in place of the bare one go-sdk holds,
-	// by the *mcp.Tool it holds; the tool each name was added as last (listedName); and the
-	// servers whose listings are mended.
-	fullSchemas, listedAs, listedOn sync.Map
+	// listing.go: by server, the tools added with a bare input schema, by name (listedTool),
+	// and the one tools/list sends for each.
+	listed sync.Map
 
 	mu      sync.Mutex
 	answers []time.Duration // recent times to a completed answer, a ring

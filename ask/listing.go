@@ -15,6 +15,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"slices"
+	"sync"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -27,62 +29,63 @@ var bareObject = json.RawMessage(`{"type":"object"}`)
 func (el *Elicitor) addTool(server *mcp.Server, t *mcp.Tool, schema *jsonschema.Schema, h mcp.ToolHandler) {
 	full := encodedSchema(schema)
 	raw, ok := full.(json.RawMessage)
-	// The tool this one replaces, if any, is listed no more.
-	if old, had := el.listedAs.Swap(listedName{server, t.Name}, t); had {
-		el.fullSchemas.Delete(old)
-	}
 	// A schema that is not an object's is given as it is, for go-sdk to refuse.
 	if !ok || schema == nil || schema.Type != "object" || bytes.Contains(raw, []byte("x-mcp-header")) {
+		if names, ok := el.listed.Load(server); ok {
+			names.(*sync.Map).Delete(t.Name) // the tool this one replaces is listed no more
+		}
 		t.InputSchema = full
 		server.AddTool(t, h)
 		return
 	}
 	t.InputSchema = bareObject
-	// By the *mcp.Tool go-sdk lists: a tool added again later, by this package or not, is
-	// another, and is listed as it was added.
-	el.fullSchemas.Store(t, raw)
-	if _, had := el.listedOn.LoadOrStore(server, true); !had {
-		server.AddReceivingMiddleware(el.listWithSchemas)
+	names, had := el.listed.LoadOrStore(server, &sync.Map{})
+	if !had {
+		server.AddReceivingMiddleware(listWithSchemas(names.(*sync.Map)))
 	}
+	names.(*sync.Map).Store(t.Name, listedTool{t, raw}) // in place of the tool it replaces
 	server.AddTool(t, h)
 }
 
-// listedName is a tool's name on a server: the key of the tool added last by that name.
-type listedName struct {
-	server *mcp.Server
-	name   string
+// listedTool is the tool go-sdk holds by a name, with the input schema tools/list sends for
+// it.
+type listedTool struct {
+	tool   *mcp.Tool
+	schema json.RawMessage
 }
 
-// listWithSchemas puts the full input schemas back into tools/list results.
-func (el *Elicitor) listWithSchemas(next mcp.MethodHandler) mcp.MethodHandler {
-	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
-		res, err := next(ctx, method, req)
-		if method != "tools/list" || err != nil {
-			return res, err
-		}
-		list, ok := res.(*mcp.ListToolsResult)
-		if !ok || list == nil {
-			return res, err
-		}
-		// go-sdk's tools themselves are left as they are: a copy of what is mended.
-		var tools []*mcp.Tool
-		for i, t := range list.Tools {
-			full, ok := el.fullSchemas.Load(t)
-			if !ok {
-				continue
+// listWithSchemas puts the full input schemas back into a server's tools/list results:
+// names holds, by name, the tools added with a bare one (listedTool).
+func listWithSchemas(names *sync.Map) mcp.Middleware {
+	return func(next mcp.MethodHandler) mcp.MethodHandler {
+		return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+			res, err := next(ctx, method, req)
+			list, ok := res.(*mcp.ListToolsResult)
+			if method != "tools/list" || err != nil || !ok || list == nil {
+				return res, err
+			}
+			// go-sdk's tools themselves are left as they are: a copy of what is mended.
+			var tools []*mcp.Tool
+			for i, t := range list.Tools {
+				v, ok := names.Load(t.Name)
+				// By the *mcp.Tool go-sdk lists: one added by that name since, by this
+				// package or not, is another, and is listed as it was added.
+				if !ok || v.(listedTool).tool != t {
+					continue
+				}
+				if tools == nil {
+					tools = slices.Clone(list.Tools)
+				}
+				c := *t
+				c.InputSchema = v.(listedTool).schema
+				tools[i] = &c
 			}
 			if tools == nil {
-				tools = append([]*mcp.Tool(nil), list.Tools...)
+				return res, err
 			}
-			c := *t
-			c.InputSchema = full
-			tools[i] = &c
-		}
-		if tools != nil {
 			mended := *list
 			mended.Tools = tools
 			return &mended, nil
 		}
-		return res, err
 	}
 }
