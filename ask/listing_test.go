@@ -152,3 +152,26 @@ func TestAToolAddedAgainIsListedAsAddedLast(t *testing.T) {
 		el.Add(server, ask.NewTool("none", "", "", func(context.Context, whereIn) (ask.Text, error) { return "", nil }).WithInputSchema(nil))
 	})
 }
+
+// A tool that el.Add added with a bare schema, replaced by one added to the server directly
+// under its name, is listed as the server has it: the full schema el kept is the other
+// tool's.
+func TestAToolReplacedOutsideTheElicitorIsListedAsAdded(t *testing.T) {
+	server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+	el := ask.New(server, ask.Options{Clock: clock.NewMock()})
+	defer func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) }()
+	el.Add(server, ask.NewTool("plain", "Plain", "no header", func(_ context.Context, in whereIn) (ask.Text, error) {
+		return ask.Text(in.Region), nil
+	}))
+	own := json.RawMessage(`{"type":"object","properties":{"city":{"type":"string"}}}`)
+	server.AddTool(&mcp.Tool{Name: "plain", InputSchema: own}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{}, nil
+	})
+
+	list, err := elicittest.Connect(t, server, elicittest.Pull).Session.ListTools(t.Context(), nil)
+	require.NoError(t, err)
+	require.Len(t, list.Tools, 1)
+	got, err := json.Marshal(list.Tools[0].InputSchema)
+	require.NoError(t, err)
+	assert.JSONEq(t, string(own), string(got))
+}
