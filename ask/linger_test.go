@@ -26,17 +26,38 @@ import (
 // Elicitor's first), so that the next ones go behind.
 func lingering(t *testing.T, d time.Duration, n int, relay store.Relay) (clk *clock.Mock, s *createSignal, nodes []*clusterNode) {
 	t.Helper()
-	withRecordBehind(t)
-	nodeOptions = func(_ int, o *ask.Options) { o.Linger = d }
-	t.Cleanup(func() { nodeOptions = nil })
-	clk = clock.NewMock()
-	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	s = newCreateSignal(clk)
+	clk, s = lingerOn(t, d, nil)
 	nodes = newClusterOn(t, clk, n, s, relay)
-	r, _ := asked(t, nodes[0].call(t, "", 0, nil))
+	askFirst(t, nodes[0], s)
+	return clk, s, nodes
+}
+
+// lingerOn makes the nodes a test starts next record behind, with Options.Linger d (and the
+// options more sets), and returns the mock clock and store for them.
+func lingerOn(t *testing.T, d time.Duration, more func(o *ask.Options)) (*clock.Mock, *createSignal) {
+	t.Helper()
+	withRecordBehind(t)
+	nodeOptions = func(_ int, o *ask.Options) {
+		o.Linger = d
+		if more != nil {
+			more(o)
+		}
+	}
+	t.Cleanup(func() { nodeOptions = nil })
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
+	return clk, newCreateSignal(clk)
+}
+
+// askFirst has node n ask its Elicitor's first question, recorded (in s) before its prompt,
+// so that the next ones go behind.
+func askFirst(t *testing.T, n *clusterNode, s *createSignal) *mcp.CallToolResult {
+	t.Helper()
+	res := n.call(t, "", 0, nil)
+	r, _ := asked(t, res)
 	require.Equal(t, 1, r)
 	<-s.created
-	return clk, s, nodes
+	return res
 }
 
 // createSignal is a store that tells created of each record it creates, once it is in; its
@@ -247,14 +268,9 @@ func TestALingerUpWhileAPureRoundIsAtWorkWritesNothingOfItsOwn(t *testing.T) {
 	}()
 	for _, followUp := range []bool{false, true} {
 		t.Run(map[bool]string{false: "handler after Ask", true: "Then before a follow-up"}[followUp], func(t *testing.T) {
-			withRecordBehind(t)
 			pureTools = true
 			t.Cleanup(func() { pureTools = false })
-			nodeOptions = func(_ int, o *ask.Options) { o.Linger = time.Second }
-			t.Cleanup(func() { nodeOptions = nil })
-			clk := clock.NewMock()
-			clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-			s := newCreateSignal(clk)
+			clk, s := lingerOn(t, time.Second, nil)
 			var block atomic.Bool
 			working, release := make(chan struct{}), make(chan struct{})
 			wait := func() {
@@ -283,15 +299,13 @@ func TestALingerUpWhileAPureRoundIsAtWorkWritesNothingOfItsOwn(t *testing.T) {
 				}
 			})
 			a := nodes[0]
-			r, _ := asked(t, a.call(t, "", 0, nil)) // an Elicitor's first: recorded before its prompt
-			require.Equal(t, 1, r)
-			<-s.created
+			askFirst(t, a, s)
 
 			s.reset()
 			block.Store(true)
 			slept := a.el.Counts().Hibernated
 			first := a.call(t, "", 0, nil)
-			r, _ = asked(t, first)
+			r, _ := asked(t, first)
 			require.Equal(t, 1, r)
 			require.Equal(t, 1, a.el.HeldRounds())
 			done := make(chan *mcp.CallToolResult, 1)
@@ -354,13 +368,8 @@ func TestALingerUpWhileAPureRoundIsAtWorkWritesNothingOfItsOwn(t *testing.T) {
 // what it leaves before that write landed, it would have left nothing: its roster gone,
 // nobody would end the question.)
 func TestAClosingNodesHeldRoundEndsOnTimeElsewhere(t *testing.T) {
-	withRecordBehind(t)
 	heard := &byKey{}
-	nodeOptions = func(_ int, o *ask.Options) { o.OnEnd = heard.add; o.Linger = time.Hour }
-	t.Cleanup(func() { nodeOptions = nil })
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 27, 10, 0, 0, 0, time.UTC))
-	s := newCreateSignal(clk)
+	clk, s := lingerOn(t, time.Hour, func(o *ask.Options) { o.OnEnd = heard.add })
 	nodes := newClusterOn(t, clk, 2, s, &memory.Relay{})
 	a, b := nodes[0], nodes[1]
 	timedOut := func() (n int) {
@@ -376,8 +385,7 @@ func TestAClosingNodesHeldRoundEndsOnTimeElsewhere(t *testing.T) {
 
 	// An Elicitor's first round is recorded before its prompt; answered, it leaves A
 	// nothing asleep.
-	first := a.call(t, "", 0, nil)
-	<-s.created
+	first := askFirst(t, a, s)
 	_, err := elicittest.Payload(a.call(t, first.RequestState, 1, ada))
 	require.NoError(t, err)
 	held := a.call(t, "", 0, nil)
