@@ -21,10 +21,10 @@ type inFlight struct {
 
 // Over HTTP on an embedded store, elicitd is killed (SIGKILL) while clients ask and answer
 // at once: questions just asked (their first round's write still held back: --linger, here
-// longer than the test), answers on their way, results just sent. Started again on the same data directory, it
-// loses none of it: a result the client got is the one an identical resend gets; an answer
-// sent whose result was lost completes with that answer; a question only asked takes its
-// answer now; and each requestState is still good for one use only.
+// longer than the test), answers on their way, results just sent. Started again on the same
+// data directory, it loses none of it: a result the client got is the one an identical
+// resend gets; an answer sent whose result was lost completes with that answer; a question
+// only asked takes its answer now; and each requestState is still good for one use only.
 func TestAKillMidTrafficLosesNoAnswer(t *testing.T) {
 	dir := t.TempDir()
 	args := []string{"--store", "embedded", "--data-dir", dir, "--rate", "0", "--linger", "1m"}
