@@ -30,18 +30,27 @@ var machineCPUs = flag.Float64("machines.cpus", 0.3, "BenchmarkMachines: the CPU
 
 // BenchmarkMachines measures what BenchmarkStoreCalls cannot on one small computer: a
 // 3-node cluster whose nodes each have a machine of their own, against one node on one
-// such machine. Each machine is a cgroup whose CPU quota is -machines.cpus (0.3 unless
-// set: on two cores, what leaves the clients room; see newMachine for the period): the
-// "memory" machine runs one elicitd with --store memory; each of
-// three cluster machines runs a NATS server (a process of its own, natsChild, routed to the
-// other two, JetStream on) and an elicitd node with --store on the cluster and
-// --store-replicas 3. The clients, in this process, are on no machine: 16 goroutines make
-// whole 2026-07-28 calls of ask_user (storeCallsRun), to the memory node, or "spread", each
-// request to the next node in turn (spreadSession), the two taking turns in batches
-// (interleave). It reports the calls/s of each, spread/memory (the cluster's throughput as
-// a fraction of one node's), the CPU each used per call (all of its machines' processes),
-// and how many periods each machine spent at its quota (throttled): a figure near
-// zero would mean the quota did not bind, and the machines were not what was measured.
+// such machine. Each machine is a cgroup with a CPU quota of -machines.cpus (0.3 unless set:
+// on two cores, what leaves the clients room; newMachine says the period):
+//   - the "memory" machine runs one elicitd with --store memory;
+//   - each of three cluster machines runs a NATS server (a process of its own, natsChild,
+//     routed to the other two, JetStream on) and an elicitd node with --store on the
+//     cluster and --store-replicas 3.
+//
+// The clients, in this process, are on no machine: 16 goroutines make whole 2026-07-28
+// calls of ask_user (storeCallsRun), the runs taking turns in batches (interleave):
+//   - "memory": to the memory node;
+//   - "spread": each request to the next node in turn (spreadSession), so that every retry
+//     wakes its call on a node that did not ask it;
+//   - "sticky": each client session held by one node, as a balancer with affinity would.
+//
+// It reports the calls/s of each; spread/memory and sticky/memory, the cluster's
+// throughput as a fraction of one node's; the CPU each used per call (all the processes of
+// its machines); the NATS servers' share of the cluster's CPU; and how many periods each
+// machine spent at its quota (throttled): a figure near zero would mean the quota did not
+// bind, and the machines were not what was measured. A machine at its quota stops for the
+// rest of the period, where a slower machine of its own would go on slowly: the waits that
+// adds fall most on a call whose requests cross machines, as spread's do.
 //
 // It needs a writable cgroup CPU controller (v2, or v1's cpu hierarchy): root, on Linux;
 // without one it is skipped. The three cluster machines must leave the clients half a CPU
@@ -77,14 +86,11 @@ func BenchmarkMachines(b *testing.B) {
 	memRun := storeCallsRun(b, "memory", func() *mcp.ClientSession { return pullSession(b, mem) }, conc)
 	memRun.cpu = func() time.Duration { return processCPU(mem.cmd.Process.Pid) }
 	spreadRun := storeCallsRun(b, "spread", func() *mcp.ClientSession { return spreadSession(b, nodes) }, conc)
-	spreadRun.cpu = func() time.Duration {
-		var sum time.Duration
-		for _, p := range pids {
-			sum += processCPU(p)
-		}
-		return sum
-	}
-	runs := []*implRun{memRun, spreadRun}
+	spreadRun.cpu = func() time.Duration { return cpuOf(pids) }
+	k := 0
+	stickyRun := storeCallsRun(b, "sticky", func() *mcp.ClientSession { k++; return pullSession(b, nodes[k%len(nodes)]) }, conc)
+	stickyRun.cpu = spreadRun.cpu
+	runs := []*implRun{memRun, spreadRun, stickyRun}
 	for _, r := range runs {
 		for range 2 * conc { // connections, and the first calls' warm-up, before the clock
 			if err := r.call(); err != nil {
@@ -93,23 +99,27 @@ func BenchmarkMachines(b *testing.B) {
 		}
 	}
 	memThrottled0, clusterThrottled0 := memMachine.throttled(b), throttled(b, machines)
-	natsCPU := func() (sum time.Duration) {
-		for _, p := range natsPids {
-			sum += processCPU(p)
-		}
-		return sum
-	}
-	natsCPU0 := natsCPU()
+	natsCPU0, clusterCPU0 := cpuOf(natsPids), cpuOf(pids)
 	rate := interleave(b, runs, conc)
 	memThrottled, clusterThrottled := memMachine.throttled(b)-memThrottled0, throttled(b, machines)-clusterThrottled0
-	// Of the spread's CPU, the NATS servers' (they serve nothing else meanwhile, but their
-	// own timers).
-	b.ReportMetric(float64((natsCPU()-natsCPU0).Microseconds())/float64(b.N), "spread-nats-cpu-us/call")
+	// Of the cluster's CPU (spread and sticky alike), the NATS servers' share.
+	b.ReportMetric(float64(cpuOf(natsPids)-natsCPU0)/float64(cpuOf(pids)-clusterCPU0), "cluster-nats-cpu-share")
 	b.ReportMetric(rate["spread"]/rate["memory"], "spread/memory")
+	b.ReportMetric(rate["sticky"]/rate["memory"], "sticky/memory")
 	b.ReportMetric(float64(memThrottled), "memory-throttled-periods")
 	b.ReportMetric(float64(clusterThrottled)/float64(len(machines)), "cluster-throttled-periods/machine")
-	b.Logf("machines of %.2f CPUs, c%d, %d calls each: one node, memory store %6.0f calls/s | three nodes, R3, calls spread %6.0f calls/s (%.2fx); periods throttled: memory %d, cluster %d per machine",
-		*machineCPUs, conc, b.N, rate["memory"], rate["spread"], rate["spread"]/rate["memory"], memThrottled, clusterThrottled/int64(len(machines)))
+	b.Logf("machines of %.2f CPUs, c%d, %d calls each: one node, memory store %6.0f calls/s | three nodes, R3: calls spread %6.0f calls/s (%.2fx), sticky %6.0f calls/s (%.2fx); periods throttled: memory %d, cluster %d per machine",
+		*machineCPUs, conc, b.N, rate["memory"], rate["spread"], rate["spread"]/rate["memory"], rate["sticky"], rate["sticky"]/rate["memory"],
+		memThrottled, clusterThrottled/int64(len(machines)))
+}
+
+// cpuOf is the CPU time processes pids have used so far.
+func cpuOf(pids []int) time.Duration {
+	var sum time.Duration
+	for _, p := range pids {
+		sum += processCPU(p)
+	}
+	return sum
 }
 
 // machine is a cgroup with a CPU quota: what BenchmarkMachines runs a machine's processes in.
