@@ -3,26 +3,18 @@
 package main
 
 import (
-	"context"
-	"encoding/json"
 	"flag"
 	"fmt"
-	"net"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
-	"github.com/nats-io/nats.go"
-	"github.com/nats-io/nats.go/jetstream"
-	"github.com/stretchr/testify/require"
 )
 
 // machineCPUs is how many CPUs each machine BenchmarkMachines emulates may use.
@@ -71,7 +63,11 @@ func BenchmarkMachines(b *testing.B) {
 	for i := range 3 {
 		machines = append(machines, newMachine(b, fmt.Sprintf("node%d", i+1), *machineCPUs))
 	}
-	urls, natsPids := natsProcesses(b, machines)
+	urls, natsCmds := natsProcesses(b, len(machines), func(i, pid int) { machines[i].add(b, pid) })
+	var natsPids []int
+	for _, c := range natsCmds {
+		natsPids = append(natsPids, c.Process.Pid)
+	}
 	var nodes []*httpServer
 	pids := natsPids
 	for i, m := range machines {
@@ -202,62 +198,4 @@ func throttled(b *testing.B, ms []*machine) int64 {
 		n += m.throttled(b)
 	}
 	return n
-}
-
-// natsProcesses starts a NATS cluster, one server process on each of machines (this test
-// binary as natsChild, with JetStream), and returns the servers' client URLs and pids once
-// JetStream has a leader. They are stopped (SIGTERM, then waited for) when b ends.
-func natsProcesses(b *testing.B, machines []*machine) (urls []string, pids []int) {
-	b.Helper()
-	ports := freePorts(b, 2*len(machines))
-	var routes []string
-	for i := range machines {
-		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[len(machines)+i]))
-	}
-	for i, m := range machines {
-		config, err := json.Marshal(natsChildConfig{Name: fmt.Sprintf("n%d", i+1), Port: ports[i], ClusterPort: ports[len(machines)+i],
-			Routes: routes, StoreDir: b.TempDir()})
-		require.NoError(b, err)
-		cmd := exec.Command(os.Args[0], "-test.run=^$")
-		cmd.Env = append(os.Environ(), natsChildEnv+"="+string(config))
-		cmd.Stderr = os.Stderr
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // not left behind by a benchmark killed
-		require.NoError(b, cmd.Start())
-		b.Cleanup(func() {
-			_ = cmd.Process.Signal(syscall.SIGTERM)
-			_ = cmd.Wait()
-		})
-		m.add(b, cmd.Process.Pid)
-		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
-		pids = append(pids, cmd.Process.Pid)
-	}
-	nc, err := nats.Connect(strings.Join(urls, ","), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1))
-	require.NoError(b, err)
-	defer nc.Close()
-	js, err := jetstream.New(nc)
-	require.NoError(b, err)
-	require.Eventually(b, func() bool {
-		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
-		defer cancel()
-		_, err := js.AccountInfo(ctx)
-		return err == nil
-	}, 60*time.Second, 100*time.Millisecond, "the NATS processes form a cluster with a JetStream leader")
-	return urls, pids
-}
-
-// freePorts returns n loopback ports free a moment ago.
-func freePorts(b *testing.B, n int) []int {
-	b.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(b, err)
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
 }

@@ -1,0 +1,116 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// Three natsChild processes form one cluster: a bucket kept on all three takes a write
+// through one server and gives it back through another, and goes on taking writes with one
+// of them stopped (SIGTERM), which exits cleanly. BenchmarkMachines runs its NATS servers so.
+func TestNATSProcessesFormACluster(t *testing.T) {
+	t.Parallel()
+	urls, cmds := natsProcesses(t, 3, nil)
+	connect := func(url string) jetstream.JetStream {
+		nc, err := nats.Connect(url)
+		require.NoError(t, err)
+		t.Cleanup(nc.Close)
+		js, err := jetstream.New(nc)
+		require.NoError(t, err)
+		return js
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	first, third := connect(urls[0]), connect(urls[2])
+	kv, err := first.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "three", Replicas: 3, Storage: jetstream.FileStorage})
+	require.NoError(t, err)
+	_, err = kv.Put(ctx, "k", []byte("v1"))
+	require.NoError(t, err)
+	there, err := third.KeyValue(ctx, "three")
+	require.NoError(t, err)
+	require.Eventually(t, func() bool {
+		e, err := there.Get(ctx, "k")
+		return err == nil && string(e.Value()) == "v1"
+	}, failsafe, 20*time.Millisecond, "the write made through the first server, read through the third")
+
+	require.NoError(t, cmds[1].Process.Signal(syscall.SIGTERM))
+	assert.NoError(t, cmds[1].Wait(), "a NATS process stops cleanly on SIGTERM")
+	require.Eventually(t, func() bool {
+		_, err := kv.Put(ctx, "k", []byte("v2"))
+		return err == nil
+	}, failsafe, 100*time.Millisecond, "two of three servers still take writes")
+}
+
+// natsProcesses starts a NATS cluster of n server processes (this test binary as natsChild,
+// with JetStream), gives each one's pid to place (if set) as soon as it has started, and
+// returns the servers' client URLs and commands once JetStream has a leader. They are
+// stopped (SIGTERM, then waited for) when tb ends.
+func natsProcesses(tb testing.TB, n int, place func(i, pid int)) (urls []string, cmds []*exec.Cmd) {
+	tb.Helper()
+	ports := freePorts(tb, 2*n)
+	var routes []string
+	for i := range n {
+		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[n+i]))
+	}
+	for i := range n {
+		config, err := json.Marshal(natsChildConfig{Name: fmt.Sprintf("n%d", i+1), Port: ports[i], ClusterPort: ports[n+i],
+			Routes: routes, StoreDir: tb.TempDir()})
+		require.NoError(tb, err)
+		cmd := exec.Command(os.Args[0], "-test.run=^$")
+		cmd.Env = append(os.Environ(), natsChildEnv+"="+string(config))
+		cmd.Stderr = os.Stderr
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // not left behind by a test killed
+		require.NoError(tb, cmd.Start())
+		tb.Cleanup(func() {
+			_ = cmd.Process.Signal(syscall.SIGTERM)
+			_ = cmd.Wait() // an error if a test waited for it already
+		})
+		if place != nil {
+			place(i, cmd.Process.Pid)
+		}
+		urls = append(urls, fmt.Sprintf("nats://127.0.0.1:%d", ports[i]))
+		cmds = append(cmds, cmd)
+	}
+	nc, err := nats.Connect(strings.Join(urls, ","), nats.RetryOnFailedConnect(true), nats.MaxReconnects(-1))
+	require.NoError(tb, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(tb, err)
+	require.Eventually(tb, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		_, err := js.AccountInfo(ctx)
+		return err == nil
+	}, 60*time.Second, 100*time.Millisecond, "the NATS processes form a cluster with a JetStream leader")
+	return urls, cmds
+}
+
+// freePorts returns n loopback ports free a moment ago.
+func freePorts(tb testing.TB, n int) []int {
+	tb.Helper()
+	var ports []int
+	var ls []net.Listener
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(tb, err)
+		ls = append(ls, l)
+		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
+	}
+	for _, l := range ls {
+		l.Close()
+	}
+	return ports
+}
