@@ -24,17 +24,9 @@ import (
 func TestNATSProcessesFormACluster(t *testing.T) {
 	t.Parallel()
 	urls, cmds := natsProcesses(t, 3, nil)
-	connect := func(url string) jetstream.JetStream {
-		nc, err := nats.Connect(url)
-		require.NoError(t, err)
-		t.Cleanup(nc.Close)
-		js, err := jetstream.New(nc)
-		require.NoError(t, err)
-		return js
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
-	first, third := connect(urls[0]), connect(urls[2])
+	first, third := jsContext(t, urls[0]), jsContext(t, urls[2])
 	kv, err := first.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "three", Replicas: 3, Storage: jetstream.FileStorage})
 	require.NoError(t, err)
 	_, err = kv.Put(ctx, "k", []byte("v1"))
