@@ -157,7 +157,8 @@ func newMachine(b *testing.B, name string, cpus float64) *machine {
 	})
 	for _, f := range files {
 		if err := os.WriteFile(filepath.Join(m.dir, f[0]), []byte(f[1]), 0o644); err != nil {
-			b.Fatalf("machine %s: %s: %v", name, f[0], err)
+			// A cgroup made, but without the CPU controller (not enabled for its parent).
+			b.Skipf("BenchmarkMachines needs the cgroup CPU controller: machine %s: %s: %v", name, f[0], err)
 		}
 	}
 	return m
