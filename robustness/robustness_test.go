@@ -1,6 +1,7 @@
 package robustness
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"math/rand/v2"
@@ -398,9 +399,10 @@ func (c *cluster) wasCut(name string) bool {
 // without an end were asked too shortly before their node died to be in its roster.
 func matchCuts(all []cut, ended []event, completed func(key string) bool) (unmatched []string, used map[string]bool, slowest time.Duration, unrostered int) {
 	ended = slices.SortedFunc(slices.Values(ended), func(a, b event) int { return a.Ended.Compare(b.Ended) })
-	cuts := slices.SortedStableFunc(slices.Values(all), func(a, b cut) int { return a.at.Compare(b.at) })
-	cuts = append(slices.DeleteFunc(slices.Clone(cuts), func(c cut) bool { return c.unseen }),
-		slices.DeleteFunc(cuts, func(c cut) bool { return !c.unseen })...)
+	// The seen cuts first, then the unseen; each, the earliest first.
+	cuts := slices.SortedFunc(slices.Values(all), func(a, b cut) int {
+		return cmp.Or(boolOrder(a.unseen, b.unseen), a.at.Compare(b.at))
+	})
 	used = map[string]bool{}
 	for _, ct := range cuts {
 		if completed(ct.key) {
@@ -428,4 +430,15 @@ func matchCuts(all []cut, ended []event, completed func(key string) bool) (unmat
 		}
 	}
 	return unmatched, used, slowest, unrostered
+}
+
+// boolOrder orders false before true.
+func boolOrder(a, b bool) int {
+	switch {
+	case a == b:
+		return 0
+	case b:
+		return -1
+	}
+	return 1
 }
