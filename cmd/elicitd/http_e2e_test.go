@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"os/exec"
@@ -553,4 +554,42 @@ func TestHTTPCreateShipmentAgainstAFakeUPS(t *testing.T) {
 		})
 	}
 	assert.NotContains(t, s.stderr.String(), "Atlanta", "answers are never logged")
+}
+
+// A 2026-07-28 request is answered in plain JSON: its one message, the whole body. Nothing
+// else goes out on a pull-era request's response (its questions are in its result), so an
+// SSE stream would only cost both sides its framing, flushes and stream reader. A push-era
+// request still gets a stream: its questions go out on the call's response.
+func TestHTTPPullEraAnswersInPlainJSON(t *testing.T) {
+	s := startHTTP(t)
+	meta := map[string]any{mcp.MetaKeyProtocolVersion: "2026-07-28",
+		mcp.MetaKeyClientCapabilities: map[string]any{"elicitation": map[string]any{"form": map[string]any{}}}}
+	args := map[string]any{"message": "Who?", "form": nameForm}
+	call := func(id int, extra map[string]any) (string, map[string]any) {
+		params := map[string]any{"name": "ask_user", "arguments": args, "_meta": meta}
+		maps.Copy(params, extra)
+		ct, msg := postMessage(t, s.url, "2026-07-28", "tools/call", "ask_user",
+			map[string]any{"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+		require.Contains(t, msg, "result", "%v", msg)
+		return ct, msg["result"].(map[string]any)
+	}
+
+	ct, first := call(1, nil)
+	assert.Equal(t, "application/json", ct, "the first round's response")
+	require.Equal(t, "input_required", first["resultType"], "%v", first)
+	inputs := first["inputRequests"].(map[string]any)
+	require.Len(t, inputs, 1, "%v", first)
+	answers := map[string]any{}
+	for key := range inputs {
+		answers[key] = map[string]any{"action": "accept", "content": map[string]any{"name": "Ada"}}
+	}
+	ct, last := call(2, map[string]any{"requestState": first["requestState"], "inputResponses": answers})
+	assert.Equal(t, "application/json", ct, "the answered round's response")
+	assert.Equal(t, "complete", last["resultType"], "%v", last)
+	assert.Equal(t, map[string]any{"name": "Ada"}, last["structuredContent"].(map[string]any)["data"], "%v", last)
+
+	ct, init := postMessage(t, s.url, "", "initialize", "", map[string]any{"jsonrpc": "2.0", "id": 1, "method": "initialize",
+		"params": map[string]any{"protocolVersion": "2025-11-25", "capabilities": map[string]any{}, "clientInfo": map[string]any{"name": "t", "version": "1"}}})
+	assert.Equal(t, "text/event-stream", ct, "a push-era session's response")
+	assert.Equal(t, "2025-11-25", init["result"].(map[string]any)["protocolVersion"], "%v", init)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"mime"
 	"net/http"
 	"os"
 	"os/exec"
@@ -275,9 +276,18 @@ func TestVersionNamesTheMCPVersions(t *testing.T) {
 	}
 }
 
-// postJSON POSTs one JSON-RPC request to url and returns the message answering it, read from
-// the SSE stream elicitd answers with.
+// postJSON POSTs one JSON-RPC request to url and returns the message answering it.
 func postJSON(t *testing.T, url, version, method string, body map[string]any) map[string]any {
+	t.Helper()
+	_, msg := postMessage(t, url, version, method, "", body)
+	return msg
+}
+
+// postMessage POSTs one JSON-RPC request to url (for a 2026-07-28 tools/call, name is the
+// tool's, for its Mcp-Name header) and returns the response's Content-Type and the message
+// answering the request, read as any client reads it: the body itself when it is
+// application/json, the first "data: " line of an SSE stream.
+func postMessage(t *testing.T, url, version, method, name string, body map[string]any) (string, map[string]any) {
 	t.Helper()
 	data, err := json.Marshal(body)
 	require.NoError(t, err)
@@ -289,21 +299,31 @@ func postJSON(t *testing.T, url, version, method string, body map[string]any) ma
 		req.Header.Set("Mcp-Protocol-Version", version)
 		req.Header.Set("Mcp-Method", method)
 	}
+	if name != "" {
+		req.Header.Set("Mcp-Name", name)
+	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	require.NoError(t, err)
 	require.Equal(t, http.StatusOK, res.StatusCode, "%s", raw)
-	for line := range strings.Lines(string(raw)) {
-		if msg, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
-			var out map[string]any
-			require.NoError(t, json.Unmarshal([]byte(msg), &out))
-			return out
+	ct, _, _ := mime.ParseMediaType(res.Header.Get("Content-Type"))
+	var out map[string]any
+	switch ct {
+	case "application/json":
+		require.NoError(t, json.Unmarshal(raw, &out), "%s", raw)
+		return ct, out
+	case "text/event-stream":
+		for line := range strings.Lines(string(raw)) {
+			if msg, ok := strings.CutPrefix(strings.TrimSpace(line), "data: "); ok {
+				require.NoError(t, json.Unmarshal([]byte(msg), &out))
+				return ct, out
+			}
 		}
 	}
-	t.Fatalf("no message in the response: %s", raw)
-	return nil
+	t.Fatalf("no message in the response (%s): %s", res.Header.Get("Content-Type"), raw)
+	return "", nil
 }
 
 func toAny(list []string) []any {
