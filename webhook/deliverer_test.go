@@ -99,7 +99,7 @@ func TestReceiverDownThenBack(t *testing.T) {
 		require.Equal(t, http.StatusNoContent, rcv.next(t).Status)
 	}
 	require.Eventually(t, func() bool { return d.Stats().Delivered == n }, 10*time.Second, time.Millisecond)
-	require.Empty(t, ob.Pending())
+	waitPending(t, ob, acked, "every delivered event acked")
 
 	accepted := rcv.acceptedCounts()
 	require.Len(t, accepted, n, "no event lost")
@@ -325,7 +325,7 @@ func TestStopHandsBackWhatItCutShort(t *testing.T) {
 	require.Equal(t, webhook.EventID(qid), tr.ID, "the same id")
 	require.Equal(t, http.StatusNoContent, tr.Status)
 	require.Eventually(t, func() bool { return second.Stats().Delivered == 1 }, 10*time.Second, time.Millisecond)
-	require.Empty(t, ob.Pending())
+	waitPending(t, ob, acked, "the delivered event acked")
 }
 
 // New refuses what it cannot use, naming it, and never quoting the secret.

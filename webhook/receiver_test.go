@@ -176,6 +176,10 @@ func waitPending(t *testing.T, b *memory.Outbox, ok func([]memory.Pending) bool,
 	return last
 }
 
+// acked reports whether the queue is empty. A delivery is counted (Stats.Delivered) when the
+// receiver answers 2xx, and its entry acked just after: a test waits for the ack too.
+func acked(ps []memory.Pending) bool { return len(ps) == 0 }
+
 // settledAfter reports whether the queue's only entry is waiting (not held) after attempt
 // n.
 func settledAfter(n int) func([]memory.Pending) bool {
