@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +15,8 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/store/natsstore/natstest"
 )
 
 // Three natsChild processes form one cluster: a bucket kept on all three takes a write
@@ -52,14 +53,9 @@ func TestNATSProcessesFormACluster(t *testing.T) {
 // stopped (SIGTERM, then waited for) when tb ends.
 func natsProcesses(tb testing.TB, n int, place func(i, pid int)) (urls []string, cmds []*exec.Cmd) {
 	tb.Helper()
-	ports := freePorts(tb, 2*n)
-	var routes []string
+	ports := natstest.FreePorts(tb, 2*n) // for clients, then the cluster's
 	for i := range n {
-		routes = append(routes, fmt.Sprintf("127.0.0.1:%d", ports[n+i]))
-	}
-	for i := range n {
-		config, err := json.Marshal(natsChildConfig{Name: fmt.Sprintf("n%d", i+1), Port: ports[i], ClusterPort: ports[n+i],
-			Routes: routes, StoreDir: tb.TempDir()})
+		config, err := json.Marshal(natsChildConfig{Index: i, Port: ports[i], ClusterPorts: ports[n:], StoreDir: tb.TempDir()})
 		require.NoError(tb, err)
 		cmd := exec.Command(os.Args[0], "-test.run=^$")
 		cmd.Env = append(os.Environ(), natsChildEnv+"="+string(config))
@@ -88,21 +84,4 @@ func natsProcesses(tb testing.TB, n int, place func(i, pid int)) (urls []string,
 		return err == nil
 	}, 60*time.Second, 100*time.Millisecond, "the NATS processes form a cluster with a JetStream leader")
 	return urls, cmds
-}
-
-// freePorts returns n loopback ports free a moment ago.
-func freePorts(tb testing.TB, n int) []int {
-	tb.Helper()
-	var ports []int
-	var ls []net.Listener
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		require.NoError(tb, err)
-		ls = append(ls, l)
-		ports = append(ports, l.Addr().(*net.TCPAddr).Port)
-	}
-	for _, l := range ls {
-		l.Close()
-	}
-	return ports
 }

@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"os"
 	"os/signal"
-	"strings"
 	"syscall"
 	"time"
 
 	natsserver "github.com/nats-io/nats-server/v2/server"
+
+	"github.com/elicitd/elicitd/store/natsstore/natstest"
 )
 
 // natsChildEnv, set in this test binary's environment, makes it a NATS server instead of
@@ -17,43 +18,34 @@ import (
 // which it can place and measure as it does elicitd's.
 const natsChildEnv = "ELICITD_TEST_NATS_SERVER"
 
-// natsChildConfig is what a NATS server process is started with: a member of a cluster
-// with JetStream, on loopback.
+// natsChildConfig is what a NATS server process is started with: member Index of a cluster
+// with JetStream on loopback (natstest.Member).
 type natsChildConfig struct {
-	Name        string   `json:"name"`
-	Port        int      `json:"port"`         // for clients
-	ClusterPort int      `json:"cluster_port"` // for the routes
-	Routes      []string `json:"routes"`       // every member's cluster port, its own too
-	StoreDir    string   `json:"store_dir"`
+	Index        int    `json:"index"`
+	Port         int    `json:"port"`          // for clients
+	ClusterPorts []int  `json:"cluster_ports"` // every member's, its own too
+	StoreDir     string `json:"store_dir"`
 }
 
 // natsChild runs the NATS server config (JSON, a natsChildConfig) describes until SIGTERM or
 // SIGINT, and returns the process's exit code.
 func natsChild(config string) int {
 	var c natsChildConfig
-	if err := json.Unmarshal([]byte(config), &c); err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", natsChildEnv, err)
+	if err := json.Unmarshal([]byte(config), &c); err != nil || c.Index < 0 || c.Index >= len(c.ClusterPorts) {
+		fmt.Fprintf(os.Stderr, "%s: %s: want a natsChildConfig (%v)\n", natsChildEnv, config, err)
 		return 2
 	}
-	var routes []string
-	for _, p := range c.Routes {
-		routes = append(routes, "nats-route://"+p)
-	}
-	ns, err := natsserver.NewServer(&natsserver.Options{
-		ServerName: c.Name, Host: "127.0.0.1", Port: c.Port, NoSigs: true,
-		JetStream: true, StoreDir: c.StoreDir, JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 4 << 30,
-		Cluster: natsserver.ClusterOpts{Name: "elicitd-bench", Host: "127.0.0.1", Port: c.ClusterPort},
-		Routes:  natsserver.RoutesFromStr(strings.Join(routes, ",")),
-	})
+	o := natstest.Member(c.Index, c.Port, c.ClusterPorts, c.StoreDir)
+	ns, err := natsserver.NewServer(o)
 	if err != nil {
-		fmt.Fprintf(os.Stderr, "%s: %v\n", c.Name, err)
+		fmt.Fprintf(os.Stderr, "%s: %v\n", o.ServerName, err)
 		return 2
 	}
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	ns.Start()
 	if !ns.ReadyForConnections(20 * time.Second) {
-		fmt.Fprintf(os.Stderr, "%s: not ready for connections\n", c.Name)
+		fmt.Fprintf(os.Stderr, "%s: not ready for connections\n", o.ServerName)
 		return 1
 	}
 	<-stop

@@ -27,13 +27,41 @@ func Server(t testing.TB, o *server.Options) *server.Server {
 	return ns
 }
 
-// Cluster starts n servers named n1, n2... with JetStream (a data directory each, room for
-// the store's buckets, which reserve 2 GiB), routed to each other on loopback, and returns
-// them once JetStream has a meta leader.
+// Cluster starts n servers named n1, n2... with JetStream (Member), routed to each other on
+// loopback, and returns them once JetStream has a meta leader.
 func Cluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
 	// Every server must name its routes before it starts (JetStream sizes its meta group
 	// from them), so the cluster ports are chosen first.
+	clusterPorts := FreePorts(t, n)
+	var servers []*server.Server
+	for i := range n {
+		servers = append(servers, Server(t, Member(i, -1, clusterPorts, t.TempDir())))
+	}
+	require.Eventually(t, func() bool { return MetaLeader(servers) != nil }, 30*time.Second, 50*time.Millisecond, "a JetStream meta leader")
+	return servers
+}
+
+// Member is the options of server i (named n1, n2...) of a cluster on loopback whose
+// members' cluster ports are clusterPorts: clients on port (-1: any), routes to every
+// member, and JetStream in dir, with room for the store's buckets (they reserve 2 GiB).
+func Member(i, port int, clusterPorts []int, dir string) *server.Options {
+	var routes []string
+	for _, p := range clusterPorts {
+		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
+	}
+	return &server.Options{
+		ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: port, NoSigs: true,
+		JetStream: true, StoreDir: dir, JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 4 << 30,
+		Cluster: server.ClusterOpts{Name: "elicitd-test", Host: "127.0.0.1", Port: clusterPorts[i]},
+		Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
+	}
+}
+
+// FreePorts returns n loopback ports free a moment ago, all held at once while chosen, so
+// that they differ.
+func FreePorts(t testing.TB, n int) []int {
+	t.Helper()
 	ports := make([]int, n)
 	var ls []net.Listener
 	for i := range ports {
@@ -45,21 +73,7 @@ func Cluster(t testing.TB, n int) []*server.Server {
 	for _, l := range ls {
 		l.Close()
 	}
-	var routes []string
-	for _, p := range ports {
-		routes = append(routes, fmt.Sprintf("nats-route://127.0.0.1:%d", p))
-	}
-	var servers []*server.Server
-	for i := range n {
-		servers = append(servers, Server(t, &server.Options{
-			ServerName: fmt.Sprintf("n%d", i+1), Host: "127.0.0.1", Port: -1, NoSigs: true,
-			JetStream: true, StoreDir: t.TempDir(), JetStreamMaxMemory: 64 << 20, JetStreamMaxStore: 4 << 30,
-			Cluster: server.ClusterOpts{Name: "elicitd-test", Host: "127.0.0.1", Port: ports[i]},
-			Routes:  server.RoutesFromStr(strings.Join(routes, ",")),
-		}))
-	}
-	require.Eventually(t, func() bool { return MetaLeader(servers) != nil }, 30*time.Second, 50*time.Millisecond, "a JetStream meta leader")
-	return servers
+	return ports
 }
 
 // MetaLeader returns the running server that leads JetStream's meta group, if any.
