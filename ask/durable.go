@@ -140,6 +140,19 @@ func (c *call) recorded() bool {
 	return c.rec != nil || c.first != nil
 }
 
+// wentOut reports whether a round of c has gone to its client. With a store, a round goes
+// out with its record (or, written behind, with a state that carries it): c is recorded.
+// Without one (a single process's memory), a round goes out as it is handed to the request
+// waiting for it: no record ever marks it, and recorded is always false.
+func (c *call) wentOut() bool {
+	if c.el.store != nil {
+		return c.recorded()
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.handed > 0
+}
+
 // isFenced reports whether another node has taken c over.
 func (c *call) isFenced() bool {
 	c.wmu.Lock()

@@ -51,12 +51,11 @@ func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n
 		if c.isFenced() || c.recorded() && el.stopping.Load() && o.State == elicitation.Cancelled && o.Reason == elicitation.Shutdown {
 			return
 		}
-		if !c.recorded() {
-			// Never given to the client: a pull-era question goes out with its record (or,
-			// written behind, with a state that carries it). Its first write failed (the
-			// store refused a new question), this node stopped, or the request was gone
-			// (its client gave up: client_gone) before it went out. The client sends its
-			// first call again, and gets a question of its own.
+		if !c.wentOut() {
+			// Never given to the client: its first write failed (the store refused a new
+			// question), this node stopped, or the request was gone (its client gave up:
+			// client_gone) before it went out. The client sends its first call again, and
+			// gets a question of its own.
 			return
 		}
 		key = c.id + "_q" + strconv.Itoa(n)

@@ -117,3 +117,29 @@ func TestOnEndKeyIsTheSameOnEveryNode(t *testing.T) {
 }
 
 func elittestPayload(res *mcp.CallToolResult) (map[string]any, error) { return elicittest.Payload(res) }
+
+// Without a store (one process's memory: elicitd's stdio default) a 2026-07-28 question's
+// end is heard as it is with one, though no record marks its round as gone out: once when
+// answered, and once when the node stops under it, since nothing is left for another to
+// take over (issue 52: no end was heard at all).
+func TestOnEndHearsPullEraEndsWithoutAStore(t *testing.T) {
+	el, u, heard := endingNode(t, nil)
+	first := callOn(t, u, "", 0, nil)
+	require.NotEmpty(t, first.InputRequests)
+	done := callOn(t, u, first.RequestState, 1, map[string]any{"name": "Ada", "age": 36})
+	require.Empty(t, done.InputRequests)
+	got := heard.list()
+	require.Len(t, got, 1, "the answered question")
+	assert.Equal(t, elicitation.Completed, got[0].State)
+	assert.Equal(t, map[string]any{"name": "Ada", "age": int64(36)}, got[0].Answers)
+
+	open := callOn(t, u, "", 0, nil)
+	require.NotEmpty(t, open.InputRequests)
+	require.NoError(t, el.Close(context.Background(), elicitation.Shutdown))
+	require.Eventually(t, func() bool { return len(heard.list()) == 2 }, time.Minute, time.Millisecond,
+		"the question open as the node stopped is heard: %v", heard.list())
+	got = heard.list()
+	assert.Equal(t, elicitation.Cancelled, got[1].State)
+	assert.Equal(t, elicitation.Shutdown, got[1].Reason)
+	assert.NotEqual(t, got[0].Key, got[1].Key)
+}

@@ -1,0 +1,132 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/elicitd/elicitd/webhook"
+)
+
+// person answers each question by what its message asks for: "accept" fills the form in,
+// "cancel" cancels it, and "wait" is shown the form and answers only when the test lets it
+// (too late), or not at all if its request is cancelled (a push-era deadline).
+func person(release, gone <-chan struct{}) func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+	return func(ctx context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+		switch m := req.Params.Message; {
+		case strings.Contains(m, "accept"):
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Zelda"}}, nil
+		case strings.Contains(m, "cancel"):
+			return &mcp.ElicitResult{Action: "cancel"}, nil
+		default:
+			select {
+			case <-ctx.Done():
+				return nil, errors.New("no answer")
+			case <-gone:
+				return nil, errors.New("the test is over")
+			case <-release:
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Late"}}, nil
+			}
+		}
+	}
+}
+
+// Every question that ends gives its webhook exactly one event, whatever the era, the store
+// and the transport: the stdio default (--store memory) dropped every 2026-07-28 end, as no
+// record marked them as having gone out (issue 52).
+func TestEveryEndGivesOneEventInEveryEraStoreAndTransport(t *testing.T) {
+	for _, transport := range []string{"stdio", "http"} {
+		for _, st := range []string{"memory", "embedded"} {
+			t.Run(transport+"/"+st, func(t *testing.T) {
+				t.Parallel()
+				everyEndGivesOneEvent(t, transport == "http", st)
+			})
+		}
+	}
+}
+
+func everyEndGivesOneEvent(t *testing.T, overHTTP bool, st string) {
+	secret := webhook.NewSecret()
+	r := newReceiver(t, secret)
+	args := func() []string {
+		a := []string{"--rate", "0", "--store", st, "--webhook", r.srv.URL + "/hooks", "--webhook-allow-private"}
+		if st == "embedded" {
+			a = append(a, "--data-dir", t.TempDir()) // each process its own
+		}
+		return a
+	}
+	env := "ELICITD_WEBHOOK_SECRET=" + secret
+	release, gone := make(chan struct{}, 1), make(chan struct{})
+	defer close(gone) // before the sessions close (t.Cleanup): no handler is left waiting
+	var hs *httpServer
+	if overHTTP {
+		hs = startHTTPWith(t, args(), env)
+	}
+	told := 0 // events the server that the last session is on has sent
+	for _, era := range []struct{ name, version string }{{"pull", ""}, {"push", "2025-11-25"}} {
+		var cs *mcp.ClientSession
+		if hs != nil {
+			var err error
+			cs, err = connectHTTP(t, hs, era.version, "", person(release, gone))
+			require.NoError(t, err)
+		} else {
+			cs = start(t, clientSetup{version: era.version, elicit: person(release, gone), args: args(), env: []string{env}}).cs
+			told = 0 // a process of its own
+		}
+		for _, end := range []struct{ ask, status string }{
+			{"accept", "completed"},
+			{"cancel", "cancelled"},
+			{"wait", "timeout"},
+		} {
+			what := fmt.Sprintf("%s era, %s", era.name, end.ask)
+			type reply struct {
+				res *mcp.CallToolResult
+				err error
+			}
+			done := make(chan reply, 1)
+			go func() {
+				res, err := cs.CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user",
+					Arguments: map[string]any{"message": "Please " + end.ask, "form": nameForm, "timeout_seconds": 1}})
+				done <- reply{res, err}
+			}()
+			_, ev := r.next(t)
+			told++
+			assert.Equal(t, end.status, ev["outcome"], "%s: the event tells how it ended", what)
+			assert.Equal(t, "ask_user", ev["tool"], what)
+			if end.ask == "wait" && era.name == "pull" {
+				release <- struct{}{} // the person answers, after the deadline
+			}
+			got := <-done
+			require.NoError(t, got.err, what)
+			assert.Equal(t, end.status, structured(t, got.res)["status"], what)
+		}
+		// Each question's event went out once, and nothing more comes: the stats count as
+		// many deliveries as questions ended, once the last is delivered.
+		var hooks map[string]any
+		require.Eventually(t, func() bool {
+			res, err := cs.ReadResource(timeout(t), &mcp.ReadResourceParams{URI: "elicitd://stats"})
+			if err != nil || len(res.Contents) != 1 {
+				return false
+			}
+			var stats map[string]any
+			if json.Unmarshal([]byte(res.Contents[0].Text), &stats) != nil {
+				return false
+			}
+			hooks, _ = stats["webhooks"].(map[string]any)
+			return hooks["delivered"] == float64(told)
+		}, failsafe, 10*time.Millisecond, "%s era: the stats count every delivery: %v", era.name, hooks)
+	}
+	n := r.deliveries()
+	assert.Len(t, n, 6, "one event per question: three in each era")
+	for id, k := range n {
+		assert.Equal(t, 1, k, "event %s delivered once", id)
+	}
+}
