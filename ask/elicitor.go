@@ -458,6 +458,13 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	var stop func()
 	spec.Prompter, stop = pl.way.prompter(ctx, c, q)
 	defer stop()
+	var gate *gated
+	if !c.pull && el.roster != nil && el.onEnd != nil {
+		// Its session dies with this node: its first prompt waits for the roster that lets
+		// the survivors end it then, and report its end (roster.go).
+		gate = &gated{inner: spec.Prompter, clk: el.clk, set: make(chan struct{})}
+		spec.Prompter = gate
+	}
 	if c.pull && el.pullIdle > 0 {
 		spec.Idle = el.pullIdle
 	}
@@ -500,8 +507,10 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		_ = e.Cancel(c.closeReason) // a timeout needs nothing: its deadline has passed
 	}
 	if !c.pull && el.roster != nil {
-		// Its session dies with this node: the roster lets the survivors end it then.
-		el.roster.add(e.ID(), spec.Tool, store.OwnerDigest(c.owner), el.clk.Now())
+		w := el.roster.add(e, spec.Tool, store.OwnerDigest(c.owner), el.clk.Now(), gate != nil)
+		if gate != nil {
+			gate.open(w)
+		}
 		defer el.roster.remove(e.ID())
 	}
 	if !resumed {

@@ -4,12 +4,24 @@ package ask
 // that holds it, so its questions cannot move: when the node dies they die with it. So
 // that they still end (client_gone), found by the nodes that survive, each node keeps a
 // roster in the store, one record listing its open push-era questions, written at most
-// every rosterFlush when it changed (a question opened less than that before its node died
-// may go unfound) and at least every rosterBeat. Every rosterSweep each
-// node reads the rosters of the others; a roster whose node is not running (the relay
-// answers no responders, the signal that no process serves it) has its questions ended
-// client_gone by the first survivor to delete it (compare-and-set): each is logged once,
-// and counted in the stats. No watch is opened: the rosters are read on a slow tick.
+// every rosterFlush when it changed, and at least every rosterBeat. With Options.OnEnd set
+// (webhooks), whose events promise an end for every question a person was shown, a
+// question's first prompt goes out only once a roster write that lists it has landed (or
+// rosterGateWait has passed with the store out): adding it writes the roster at once, and
+// the questions added while a write is under way share the next (a group commit). Without
+// OnEnd, a question opened less than rosterFlush before its node died may go unfound: it
+// is never logged as ended, which costs nothing worth a write per question. Every
+// rosterSweep each node reads the rosters of the others; a roster whose node is not
+// running (the relay answers no responders, the signal that no process serves it) has
+// its questions ended client_gone by the first survivor to delete it (compare-and-set):
+// each is logged once, and counted in the stats. No watch is opened: the rosters are
+// read on a slow tick.
+//
+// A node that stops ends its own push-era questions (shutdown), and reports them; but
+// that report may not go out (a webhook outbox that a store blip keeps from taking it in
+// the moment the node has left). So the node leaves its roster listing those ends, each
+// with its outcome, and the survivor that sweeps it reports them again under the same
+// Key: a webhook event keeps one id, and the outbox keeps one of the two.
 
 import (
 	"context"
@@ -32,8 +44,11 @@ const rosterOwner = "elicitd:nodes"
 // How often a roster is written, and read.
 const (
 	rosterFlush = 100 * time.Millisecond
-	rosterBeat  = time.Minute
-	rosterSweep = 5 * time.Second
+	// rosterGateWait bounds how long a question's first prompt waits for the roster write
+	// that lists it: with the store out, it goes out without (and may then end unfound).
+	rosterGateWait = 2 * time.Second
+	rosterBeat     = time.Minute
+	rosterSweep    = 5 * time.Second
 	// rosterLife is how long a roster outlives its last write: a dead node's roster that
 	// no survivor swept (none was running) goes in the end.
 	rosterLife = 24 * time.Hour
@@ -44,13 +59,22 @@ type roster struct {
 	el *Elicitor
 
 	mu    sync.Mutex
-	open  map[string]store.OpenQuestion
+	open  map[string]rosterEntry
+	ended []rosterEntry   // removed while the node stops: left in its last roster
+	gates []chan struct{} // prompts waiting for the next write that lands
 	dirty bool
 
+	kick   chan struct{} // a question was added: write now
 	rec    *store.Record // as last written
 	warned time.Time     // when a failed write was last logged
 	stop   context.CancelFunc
 	done   chan struct{}
+}
+
+// rosterEntry is one open question: as the roster lists it, and the question itself.
+type rosterEntry struct {
+	q store.OpenQuestion
+	e *elicitation.Elicitation
 }
 
 func (el *Elicitor) startRoster() {
@@ -60,36 +84,76 @@ func (el *Elicitor) startRoster() {
 	ctx, cancel := context.WithCancel(context.Background())
 	// Written at once: a node's roster is how the others learn it has died, and take over
 	// the questions it held asleep (hibernate.go), though it never had a push-era one.
-	r := &roster{el: el, open: map[string]store.OpenQuestion{}, dirty: true, stop: cancel, done: make(chan struct{})}
+	r := &roster{el: el, open: map[string]rosterEntry{}, dirty: true, kick: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
 	el.roster = r
 	go r.run(ctx, el.clk)
 }
 
-func (r *roster) add(id, tool, owner string, at time.Time) {
+// add lists the question e. With wait, it returns a channel closed once a roster write that
+// lists it has landed (gated waits for it before the question's first prompt goes out), and
+// that write is made at once; without, the next flush lists it, and add returns nil.
+func (r *roster) add(e *elicitation.Elicitation, tool, owner string, at time.Time, wait bool) <-chan struct{} {
+	var gate chan struct{}
 	r.mu.Lock()
-	defer r.mu.Unlock()
-	r.open[id] = store.OpenQuestion{ID: id, Tool: tool, Owner: owner, Created: at}
+	r.open[e.ID()] = rosterEntry{q: store.OpenQuestion{ID: e.ID(), Tool: tool, Owner: owner, Created: at}, e: e}
+	if wait {
+		gate = make(chan struct{})
+		r.gates = append(r.gates, gate)
+	}
 	r.dirty = true
+	r.mu.Unlock()
+	if wait {
+		select {
+		case r.kick <- struct{}{}:
+		default: // a write is due already
+		}
+	}
+	return gate
 }
 
+// remove unlists the question id, which has ended. On a node that stops it stays in the
+// roster's last write, with its end (close).
 func (r *roster) remove(id string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if en, ok := r.open[id]; ok && r.el.stopping.Load() {
+		r.ended = append(r.ended, en)
+	}
 	delete(r.open, id)
 	r.dirty = true
 }
 
-// close stops the roster's loop and deletes its record: a node that stops ends its own
-// push-era questions. One that held hibernating questions (asleep) leaves its roster,
-// emptied, instead: the first survivor to sweep it takes those questions' timers over.
+// close stops the roster's loop. A node that ended push-era questions as it stopped (its
+// registry has ended them all by now) leaves its roster listing their ends, for the
+// survivor that sweeps it to report again; one that held hibernating questions (asleep)
+// leaves its roster too, for the first survivor to sweep it to take those questions'
+// timers over. Otherwise the roster is deleted. A roster that cannot be written now stays
+// as last written: the survivors end the questions it lists client_gone.
 func (r *roster) close(asleep bool) {
 	r.stop()
 	<-r.done
-	if asleep {
-		r.mu.Lock()
-		clear(r.open)
-		r.mu.Unlock()
-		if r.write(context.Background()) == nil {
+	r.mu.Lock()
+	var ends []rosterEntry
+	for _, en := range r.ended {
+		if _, ok := r.open[en.q.ID]; !ok {
+			ends = append(ends, en)
+		}
+	}
+	left := map[string]rosterEntry{}
+	for _, en := range append(ends, slices.Collect(maps.Values(r.open))...) {
+		if o, ok := en.e.Outcome(); ok {
+			en.q.State, en.q.Reason, en.q.Attempts, en.q.Ended = o.State.String(), o.Reason.String(), o.Attempts, o.Ended
+		}
+		left[en.q.ID] = en
+	}
+	r.open, r.ended = left, nil
+	for _, g := range r.gates {
+		close(g) // their questions have ended: nothing waits for them
+	}
+	r.gates = nil
+	r.mu.Unlock()
+	if asleep || len(left) > 0 {
+		if r.write(context.Background()) == nil || len(left) > 0 {
 			return
 		}
 	}
@@ -109,6 +173,13 @@ func (r *roster) run(ctx context.Context, clk clock.Clock) {
 		select {
 		case <-ctx.Done():
 			return
+		case <-r.kick:
+			r.mu.Lock()
+			due := r.dirty
+			r.mu.Unlock()
+			if due && r.write(ctx) == nil {
+				last = clk.Now()
+			}
 		case now := <-flush.C:
 			r.mu.Lock()
 			due := r.dirty || now.Sub(last) >= rosterBeat
@@ -125,8 +196,13 @@ func (r *roster) run(ctx context.Context, clk clock.Clock) {
 // write writes the roster record as the questions stand now.
 func (r *roster) write(ctx context.Context) error {
 	r.mu.Lock()
-	open := slices.SortedFunc(maps.Values(r.open), func(a, b store.OpenQuestion) int { return a.Created.Compare(b.Created) })
-	r.dirty = false
+	open := make([]store.OpenQuestion, 0, len(r.open))
+	for _, en := range r.open {
+		open = append(open, en.q)
+	}
+	slices.SortFunc(open, func(a, b store.OpenQuestion) int { return a.Created.Compare(b.Created) })
+	gates := r.gates // the questions this write lists, waiting for it
+	r.gates, r.dirty = nil, false
 	r.mu.Unlock()
 	el := r.el
 	rec := store.Record{ID: el.node, Owner: rosterOwner, Era: "roster", Node: el.node, Created: el.clk.Now(),
@@ -152,6 +228,7 @@ func (r *roster) write(ctx context.Context) error {
 	if err != nil {
 		r.mu.Lock()
 		r.dirty = true // tried again at the next flush
+		r.gates = append(gates, r.gates...)
 		r.mu.Unlock()
 		if now := el.clk.Now(); !errors.Is(err, context.Canceled) && now.Sub(r.warned) >= time.Minute {
 			r.warned = now
@@ -161,6 +238,9 @@ func (r *roster) write(ctx context.Context) error {
 	}
 	rec.Revision = rev
 	r.rec = &rec
+	for _, g := range gates {
+		close(g)
+	}
 	return nil
 }
 
@@ -187,6 +267,12 @@ func (r *roster) sweep(ctx context.Context) {
 		el.adoptAsleep(ctx, rec.Node)
 		now := el.clk.Now()
 		for _, q := range rec.Open {
+			if q.State != "" {
+				// Ended by its node as it stopped, and reported there: reported again, under
+				// the same Key, in case that report never went out.
+				el.reportLeft(q)
+				continue
+			}
 			el.swept.Add(1)
 			el.log.LogAttrs(ctx, slog.LevelInfo, "elicitation finished", slog.String("id", q.ID), slog.String("tool", q.Tool),
 				slog.String("state", elicitation.Cancelled.String()), slog.String("reason", elicitation.ClientGone.String()),
@@ -195,6 +281,61 @@ func (r *roster) sweep(ctx context.Context) {
 			el.reportSwept(ctx, q, now)
 		}
 	}
+}
+
+// gated holds a push-era question's prompts back until a roster write that lists the
+// question has landed (roster.add's channel, given to open once the question has started,
+// which is when its first prompt is made), or rosterGateWait has passed.
+type gated struct {
+	inner elicitation.Prompter
+	clk   clock.Clock
+	set   chan struct{} // closed by open
+	gate  <-chan struct{}
+}
+
+func (g *gated) open(gate <-chan struct{}) {
+	g.gate = gate
+	close(g.set)
+}
+
+func (g *gated) Prompt(pr elicitation.Prompt) {
+	select {
+	case <-g.set:
+		select {
+		case <-g.gate:
+			g.inner.Prompt(pr) // listed already: a re-prompt, or a write that was quick
+			return
+		default:
+		}
+	default:
+	}
+	go func() {
+		t := g.clk.Timer(rosterGateWait)
+		defer t.Stop()
+		select {
+		case <-g.set:
+			select {
+			case <-g.gate:
+			case <-t.C:
+			case <-pr.Elicitation.Done():
+				return
+			}
+		case <-t.C:
+		case <-pr.Elicitation.Done():
+			return
+		}
+		g.inner.Prompt(pr)
+	}()
+}
+
+// reportLeft tells Options.OnEnd again of q, a question a node ended as it stopped and
+// left in its roster with its end (roster.close).
+func (el *Elicitor) reportLeft(q store.OpenQuestion) {
+	if el.onEnd == nil {
+		return
+	}
+	el.onEnd(Ending{QuestionID: q.ID, Key: q.ID, Tool: q.Tool, Owner: q.Owner, State: parseState(q.State),
+		Reason: parseReason(q.Reason), Attempts: q.Attempts, Created: q.Created, Ended: q.Ended})
 }
 
 // pingMessage asks a node whether it runs; any answer says it does.

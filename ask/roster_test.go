@@ -131,3 +131,99 @@ func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
 	stats := readStats(t, elicittest.Connect(t, servers[1], elicittest.Push))
 	assert.EqualValues(t, 1, stats["ended_for_dead_nodes"])
 }
+
+// rosterNodes are two nodes on one store and relay, on clk, whose tool "contact" asks
+// personForm, with what each one's OnEnd heard.
+func rosterNodes(t *testing.T, clk clock.Clock) (s *memory.Store, relay *killable, els [2]*ask.Elicitor, servers [2]*mcp.Server, heard [2]*endings) {
+	t.Helper()
+	s = memory.New(memory.Options{Clock: clk})
+	relay = &killable{Relay: &memory.Relay{}, stops: map[string]func(){}}
+	for i := range 2 {
+		heard[i] = &endings{}
+		servers[i] = mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		els[i] = ask.New(servers[i], ask.Options{Clock: clk, Timeout: time.Hour, Store: s, Relay: relay, OnEnd: heard[i].add})
+		el := els[i]
+		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
+		el.Add(servers[i], ask.RawTool[struct{}]("contact", "", "asks for a contact", func(ctx context.Context, _ json.RawMessage) (any, error) {
+			return ask.Ask(ctx, ask.Question{Message: "Who are you?", Form: personForm})
+		}))
+		el.AddManagement(servers[i])
+	}
+	return s, relay, els, servers, heard
+}
+
+// A push question's first prompt goes out only once its node's roster lists it: a person
+// who was shown it can count on a survivor ending it if the node dies. The roster used to
+// be written on a 100 ms tick, so a question asked less than that before its node died
+// was in no roster, and ended with no event (issue 52, point 4).
+func TestAPushPromptGoesOutOnceItsRosterListsIt(t *testing.T) {
+	clk := clock.NewMock() // never moved: no flush tick writes the roster
+	s, _, els, servers, _ := rosterNodes(t, clk)
+	a := els[0]
+	listed := make(chan int, 1)
+	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			r, err := s.Get(ctx, "elicitd:nodes", a.Node())
+			n := -1
+			if err == nil {
+				n = len(r.Open)
+			}
+			listed <- n
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 36}}, nil
+		}})
+	ct, st := mcp.NewInMemoryTransports()
+	ss, err := servers[0].Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: string(elicittest.Push)})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}})
+	require.NoError(t, err)
+	assert.False(t, res.IsError)
+	assert.Equal(t, 1, <-listed, "the roster listed the question when the person was asked")
+}
+
+// A push question that its node ends as it stops (shutdown) is reported there, and again by
+// the survivor that sweeps the node's roster, under the same Key: the node's own report may
+// never have gone out (its webhook event lost to a store blip as it left; the robustness
+// suite saw one, issue 52, point 5), and the outbox keeps one event of the two.
+func TestAStoppedNodesPushEndIsToldAgainByASurvivor(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	s, relay, els, servers, heard := rosterNodes(t, clk)
+	a := els[0]
+	u := elicittest.Connect(t, servers[0], elicittest.Push, elicittest.Never())
+	t.Cleanup(func() { _ = a.Close(context.Background(), elicitation.Shutdown) })
+	go func() {
+		_, _ = u.Session.CallTool(context.Background(), &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}})
+	}()
+	require.Eventually(t, func() bool { return a.Registry().Len() == 1 }, 10*time.Second, time.Millisecond, "A asks")
+
+	require.NoError(t, a.Close(context.Background(), elicitation.Shutdown))
+	relay.kill(a.Node()) // the process is gone
+	own := heard[0].list()
+	require.Len(t, own, 1, "A reports the end it made")
+	assert.Equal(t, elicitation.Shutdown, own[0].Reason)
+	r, err := s.Get(context.Background(), "elicitd:nodes", a.Node())
+	require.NoError(t, err, "A's roster stays, with the end")
+	require.Len(t, r.Open, 1)
+	assert.Equal(t, "shutdown", r.Open[0].Reason)
+
+	require.Eventually(t, func() bool {
+		clk.Add(5 * time.Second) // a sweep
+		return len(heard[1].list()) == 1
+	}, 10*time.Second, 10*time.Millisecond, "B reports it again")
+	again := heard[1].list()[0]
+	assert.Equal(t, own[0].Key, again.Key, "the same Key: one webhook event id")
+	assert.Equal(t, elicitation.Cancelled, again.State)
+	assert.Equal(t, elicitation.Shutdown, again.Reason)
+	assert.Equal(t, own[0].Owner, again.Owner)
+	assert.Equal(t, "contact", again.Tool)
+	_, err = s.Get(context.Background(), "elicitd:nodes", a.Node())
+	assert.ErrorIs(t, err, store.ErrNotFound, "swept once")
+	clk.Add(5 * time.Second)
+	assert.Len(t, heard[1].list(), 1, "told once by the survivors")
+	stats := readStats(t, elicittest.Connect(t, servers[1], elicittest.Push))
+	assert.EqualValues(t, 0, stats["ended_for_dead_nodes"], "it ended on its own node")
+}

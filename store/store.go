@@ -296,6 +296,13 @@ type OpenQuestion struct {
 	Tool    string    `json:"tool,omitempty"`
 	Owner   string    `json:"owner,omitempty"` // OwnerDigest of the owner
 	Created time.Time `json:"created"`
+	// The end of a question that ended as its node stopped, left in the node's roster for
+	// a survivor to report again (its own report may not have gone out): State is empty
+	// for a question still open.
+	State    string    `json:"state,omitempty"`
+	Reason   string    `json:"reason,omitempty"`
+	Attempts int       `json:"attempts,omitempty"`
+	Ended    time.Time `json:"ended,omitzero"`
 }
 
 // PageLink is a question's URL-mode page, enough for any node to serve it.
