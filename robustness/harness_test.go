@@ -245,7 +245,30 @@ type node struct {
 	mu     sync.Mutex
 	cmd    *exec.Cmd
 	exited chan error
-	routed atomic.Bool // the load balancer sends to it: its /readyz answers
+	routed atomic.Bool    // the load balancer sends to it: its /readyz answers
+	frozen [][2]time.Time // when it was stopped (SIGSTOP) and let go on (SIGCONT), n.mu held
+}
+
+// froze notes that the node was frozen from from to until.
+func (n *node) froze(from, until time.Time) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.frozen = append(n.frozen, [2]time.Time{from, until})
+}
+
+// back returns when node i came back from a freeze that held it within the 10 s before at
+// (a cut the freeze caused comes up to the balancer's 8 s after it began), or the zero time.
+func (c *cluster) back(i int, at time.Time) time.Time {
+	n := c.nodes[i]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	var thawed time.Time
+	for _, f := range n.frozen {
+		if f[0].Before(at) && f[1].After(at.Add(-10*time.Second)) && f[1].After(thawed) {
+			thawed = f[1]
+		}
+	}
+	return thawed
 }
 
 var listening = regexp.MustCompile(`serving MCP over Streamable HTTP.*address=(\S+)`)

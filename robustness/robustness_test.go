@@ -111,9 +111,11 @@ var faults = []fault{
 	}},
 	{"sigstop-node", func(c *cluster, hold time.Duration) {
 		n := c.nodes[c.rng.IntN(len(c.nodes))]
+		from := time.Now()
 		n.signal(syscall.SIGSTOP) // its health check times out: the balancer stops sending to it
 		time.Sleep(hold)
 		n.signal(syscall.SIGCONT)
+		n.froze(from, time.Now())
 	}},
 	{"kill-nats-leader", func(c *cluster, hold time.Duration) {
 		j := c.nats.recordsLeader()
@@ -346,7 +348,7 @@ func (c *cluster) judgePush() {
 			stray = append(stray, name)
 		}
 	}
-	unmatched, used, slowest, unrostered := matchCuts(p.cuts, ended, func(key string) bool { return len(byName["Ada "+key]) > 0 })
+	unmatched, used, slowest := matchCuts(p.cuts, ended, func(key string) bool { return len(byName["Ada "+key]) > 0 }, c.back)
 	var otherEnds []string
 	for _, e := range ended {
 		if !used[e.ID] {
@@ -367,8 +369,8 @@ func (c *cluster) judgePush() {
 			unseen++
 		}
 	}
-	t.Logf("push-era: %d completed, %d cut by their node (longest from the cut to the end: %v; %d asked less than 250 ms before their node died, not in its roster yet; %d cut before their prompt reached the client); webhook events: %d, %d of them delivered more than once",
-		len(p.completed), len(p.cuts), slowest.Round(time.Millisecond), unrostered, unseen, len(events), redelivered)
+	t.Logf("push-era: %d completed, %d cut by their node (longest from the cut, or its node's thaw, to the end: %v; %d cut before their prompt reached the client); webhook events: %d, %d of them delivered more than once",
+		len(p.completed), len(p.cuts), slowest.Round(time.Millisecond), unseen, len(events), redelivered)
 	assert.Empty(t, missing, "completed questions without their event")
 	assert.Empty(t, twice, "questions with more than one event")
 	assert.Empty(t, stray, "completed events of questions their client did not see complete")
@@ -388,16 +390,19 @@ func (c *cluster) wasCut(name string) bool {
 
 // matchCuts matches each push question cut by its node (cuts) to its end: its completed
 // event (completed, the reply lost as it completed), or an event of its end (client_gone or
-// shutdown) among ended ending from 2 s before the cut to 10 s after. An end's event names
-// no push client's key, so the cuts are matched by time: each, the earliest first, to the
-// earliest end in its window not matched yet. The windows are all as long, so this matches
-// every cut that any assignment could; taking the events in the receiver's (map) order
-// could give an early cut a later cut's end, and leave the later one unmatched. The cuts
-// of calls whose prompt never reached the client (unseen) are matched last, to the ends
-// left: their question may not have been made, and needs no end. It returns the cuts
-// unmatched, the events used, the longest from a cut to its end, and how many cuts
-// without an end were asked too shortly before their node died to be in its roster.
-func matchCuts(all []cut, ended []event, completed func(key string) bool) (unmatched []string, used map[string]bool, slowest time.Duration, unrostered int) {
+// shutdown) among ended ending from 2 s before the cut to 10 s after the cut, or after its
+// node came back (back: a node frozen as the call was cut ends the question when it thaws,
+// seeing its client gone). An end's event names no push client's key, so the cuts are
+// matched by time: each, the earliest first, to the earliest end in its window not matched
+// yet. The windows are all as long, so this matches every cut that any assignment could;
+// taking the events in the receiver's (map) order could give an early cut a later cut's
+// end, and leave the later one unmatched. The cuts of calls whose prompt never reached the
+// client (unseen) are matched last, to the ends left: their question may not have been
+// made, and needs no end. Every question a person was shown needs one, however shortly
+// before its node died it was asked: its prompt went out only once its node's roster
+// listed it. It returns the cuts unmatched, the events used, and the longest from a cut
+// (or its node's return) to its end.
+func matchCuts(all []cut, ended []event, completed func(key string) bool, back func(node int, at time.Time) time.Time) (unmatched []string, used map[string]bool, slowest time.Duration) {
 	ended = slices.SortedFunc(slices.Values(ended), func(a, b event) int { return a.Ended.Compare(b.Ended) })
 	// The seen cuts first, then the unseen; each, the earliest first.
 	cuts := slices.SortedFunc(slices.Values(all), func(a, b cut) int {
@@ -408,28 +413,23 @@ func matchCuts(all []cut, ended []event, completed func(key string) bool) (unmat
 		if completed(ct.key) {
 			continue
 		}
+		from := ct.at
+		if b := back(ct.node, ct.at); b.After(from) {
+			from = b
+		}
 		found := false
 		for _, e := range ended {
-			if !used[e.ID] && (e.Outcome == "client_gone" || e.Outcome == "shutdown") && e.Ended.After(ct.at.Add(-2*time.Second)) && e.Ended.Before(ct.at.Add(10*time.Second)) {
+			if !used[e.ID] && (e.Outcome == "client_gone" || e.Outcome == "shutdown") && e.Ended.After(ct.at.Add(-2*time.Second)) && e.Ended.Before(from.Add(10*time.Second)) {
 				used[e.ID], found = true, true
-				slowest = max(slowest, e.Ended.Sub(ct.at))
+				slowest = max(slowest, e.Ended.Sub(from))
 				break
 			}
 		}
-		if !found && ct.unseen {
-			continue
-		}
-		if !found && ct.at.Sub(ct.asked) < 250*time.Millisecond && !strings.Contains(ct.why, "shutdown") {
-			// Asked within the roster's flush before its node died: the survivors may not
-			// know of it (a limit of the design, ask/roster.go), and it ends with no event.
-			unrostered++
-			continue
-		}
-		if !found {
+		if !found && !ct.unseen {
 			unmatched = append(unmatched, fmt.Sprintf("%s (node %d, cut at %s: %s)", ct.key, ct.node, ct.at.Format("15:04:05.000"), ct.why))
 		}
 	}
-	return unmatched, used, slowest, unrostered
+	return unmatched, used, slowest
 }
 
 // boolOrder orders false before true.
