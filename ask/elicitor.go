@@ -113,6 +113,12 @@ type Options struct {
 	// handler that asked it, before Ask returns (a question of a node that is gone: on the
 	// node that finds it). It must return promptly: a webhook outbox's Add, say.
 	OnEnd func(Ending)
+	// OnEndErr is OnEnd for a hook that can tell whether it kept the end where it will not
+	// be lost (a webhook event queued in a store): an error says it may be. A 2025-11-25
+	// question that a stopping node ended, and whose end it could not keep, is left in the
+	// node's roster, for the survivor that sweeps it (or the node started again) to tell
+	// again. OnEndErr is used when both are set.
+	OnEndErr func(Ending) error
 	// MoreStats, if set, adds figures to the stats resource: each key's value, as JSON.
 	MoreStats map[string]func() any
 }
@@ -149,8 +155,8 @@ type Elicitor struct {
 	deadlines    *timers.Set[*sleeper]   // their deadlines, on one clock timer
 	node         string                  // this Elicitor's name among those sharing the store
 	stopRelay    func()
-	stopping     atomic.Bool  // Close has begun
-	onEnd        func(Ending) // Options.OnEnd
+	stopping     atomic.Bool        // Close has begun
+	onEnd        func(Ending) error // Options.OnEndErr, or Options.OnEnd
 	moreStats    map[string]func() any
 	roster       *roster       // with a store and a relay: this node's open 2025-11-25 questions
 	swept        atomic.Int64  // questions of dead nodes this node ended
@@ -205,7 +211,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 		node = rand.Text()[:13]
 	}
 	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
-		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: o.OnEnd, moreStats: o.MoreStats}
+		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: onEnd(o), moreStats: o.MoreStats}
 	el.recordBehind, el.hibernate = o.RecordBehind, !o.KeepAwake
 	if o.RecordBehind {
 		el.linger = max(o.Linger, 0)
@@ -218,6 +224,17 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	server.AddSendingMiddleware(attachWireSchema)
 	server.AddReceivingMiddleware(el.middleware)
 	return el
+}
+
+// onEnd is o's end hook: OnEndErr, else OnEnd (which keeps every end it is told), else nil.
+func onEnd(o Options) func(Ending) error {
+	switch {
+	case o.OnEndErr != nil:
+		return o.OnEndErr
+	case o.OnEnd != nil:
+		return func(e Ending) error { o.OnEnd(e); return nil }
+	}
+	return nil
 }
 
 // Node returns the Elicitor's name among the nodes that share its store.
@@ -242,16 +259,19 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 		return err
 	}
 	el.deadlines.Close() // the registry has released every sleeper; none fires from here
-	if el.roster != nil {
-		el.roster.close(asleep)
-	}
 	el.calls.each(func(c *call) { c.kill(reason) })
+	var err error
 	select {
 	case <-el.busy.none():
-		return nil
 	case <-ctx.Done():
-		return ctx.Err()
+		err = ctx.Err()
 	}
+	if el.roster != nil {
+		// Once the calls have returned: each push-era question's end has been told, or
+		// could not be kept, and is left in the roster (roster.close).
+		el.roster.close(asleep)
+	}
+	return err
 }
 
 // middleware counts tool calls for Close, turns an ask error a handler returned into the
@@ -506,12 +526,13 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	if quiet && c.closeReason != elicitation.None {
 		_ = e.Cancel(c.closeReason) // a timeout needs nothing: its deadline has passed
 	}
+	kept := true // its end, told (reportEnd)
 	if !c.pull && el.roster != nil {
 		w := el.roster.add(e, spec.Tool, store.OwnerDigest(c.owner), el.clk.Now(), gate != nil)
 		if gate != nil {
 			gate.open(w)
 		}
-		defer el.roster.remove(e.ID())
+		defer func() { el.roster.remove(e.ID(), kept) }()
 	}
 	if !resumed {
 		el.tally.start(spec.Tool, c.pull)
@@ -526,7 +547,7 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		c.setHow(o)
 	}
 	if !quiet {
-		el.reportEnd(c, q, e, n, o)
+		kept = el.reportEnd(c, q, e, n, o)
 	}
 	return o, nil
 }

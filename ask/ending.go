@@ -41,22 +41,23 @@ type Ending struct {
 // reportEnd tells Options.OnEnd that the question e, asked as q in call c (its n-th ask), has
 // ended with o; not when it has not ended for the person: a node that stops keeps a recorded
 // question open for another, a call taken over ends on the node that took it, and a question
-// that never went out was never the person's.
-func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n int, o elicitation.Outcome) {
+// that never went out was never the person's. It returns false if OnEndErr said that the
+// end it was told may be lost.
+func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n int, o elicitation.Outcome) bool {
 	if el.onEnd == nil {
-		return
+		return true
 	}
 	key := e.ID()
 	if c.pull {
 		if c.isFenced() || c.recorded() && el.stopping.Load() && o.State == elicitation.Cancelled && o.Reason == elicitation.Shutdown {
-			return
+			return true
 		}
 		if !c.wentOut() {
 			// Never given to the client: its first write failed (the store refused a new
 			// question), this node stopped, or the request was gone (its client gave up:
 			// client_gone) before it went out. The client sends its first call again, and
 			// gets a question of its own.
-			return
+			return true
 		}
 		key = c.id + "_q" + strconv.Itoa(n)
 	}
@@ -69,9 +70,9 @@ func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n
 		c.carryEnd(end)
 	}
 	if c.pull && c.endDue(end) {
-		return // told once the answer's claim is recorded: not if another node took the call over
+		return true // told once the answer's claim is recorded: not if another node took the call over
 	}
-	el.onEnd(end)
+	return el.onEnd(end) == nil
 }
 
 // leaving returns the answers in data to form's fields not asked on the page, and the names

@@ -18,10 +18,11 @@ package ask
 // read on a slow tick.
 //
 // A node that stops ends its own push-era questions (shutdown), and reports them; but
-// that report may not go out (a webhook outbox that a store blip keeps from taking it in
-// the moment the node has left). So the node leaves its roster listing those ends, each
-// with its outcome, and the survivor that sweeps it reports them again under the same
-// Key: a webhook event keeps one id, and the outbox keeps one of the two.
+// that report may not be kept (a webhook outbox that a store blip keeps from taking it in
+// the moment the node has left: OnEndErr says so). So the node leaves its roster listing
+// those ends, each with its outcome, and the survivor that sweeps it reports them again
+// under the same Key. Ends that were kept are not left: told again, their events would be
+// sent twice (an outbox forgets an id it delivered before a restart).
 
 import (
 	"context"
@@ -111,21 +112,23 @@ func (r *roster) add(e *elicitation.Elicitation, tool, owner string, at time.Tim
 	return gate
 }
 
-// remove unlists the question id, which has ended. On a node that stops it stays in the
-// roster's last write, with its end (close).
-func (r *roster) remove(id string) {
+// remove unlists the question id, which has ended, its end told and kept (OnEndErr) or
+// not. On a node that stops, one not kept stays in the roster's last write, with its end
+// (close).
+func (r *roster) remove(id string, kept bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if en, ok := r.open[id]; ok && r.el.stopping.Load() {
+	if en, ok := r.open[id]; ok && !kept && r.el.stopping.Load() {
 		r.ended = append(r.ended, en)
 	}
 	delete(r.open, id)
 	r.dirty = true
 }
 
-// close stops the roster's loop. A node that ended push-era questions as it stopped (its
-// registry has ended them all by now) leaves its roster listing their ends, for the
-// survivor that sweeps it to report again; one that held hibernating questions (asleep)
+// close stops the roster's loop, once the node's calls have returned. A node that ended
+// push-era questions as it stopped whose ends it could not keep (OnEndErr), or whose calls
+// have not returned, leaves its roster listing their ends, for the survivor that sweeps it
+// to report again; one that held hibernating questions (asleep)
 // leaves its roster too, for the first survivor to sweep it to take those questions'
 // timers over. Otherwise the roster is deleted. A roster that cannot be written now stays
 // as last written: the survivors end the questions it lists client_gone.
@@ -270,6 +273,9 @@ func (r *roster) sweep(ctx context.Context) {
 			if q.State != "" {
 				// Ended by its node as it stopped, and reported there: reported again, under
 				// the same Key, in case that report never went out.
+				el.log.LogAttrs(ctx, slog.LevelInfo, "the end of a stopped node's question is told again", slog.String("id", q.ID),
+					slog.String("tool", q.Tool), slog.String("state", q.State), slog.String("reason", q.Reason),
+					slog.String("node", rec.Node), slog.String("found_by", el.node))
 				el.reportLeft(q)
 				continue
 			}

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
+	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -134,14 +136,22 @@ func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
 
 // rosterNodes are two nodes on one store and relay, on clk, whose tool "contact" asks
 // personForm, with what each one's OnEnd heard.
-func rosterNodes(t *testing.T, clk clock.Clock) (s *memory.Store, relay *killable, els [2]*ask.Elicitor, servers [2]*mcp.Server, heard [2]*endings) {
+func rosterNodes(t *testing.T, clk clock.Clock, lost ...bool) (s *memory.Store, relay *killable, els [2]*ask.Elicitor, servers [2]*mcp.Server, heard [2]*endings) {
 	t.Helper()
 	s = memory.New(memory.Options{Clock: clk})
 	relay = &killable{Relay: &memory.Relay{}, stops: map[string]func(){}}
 	for i := range 2 {
 		heard[i] = &endings{}
 		servers[i] = mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
-		els[i] = ask.New(servers[i], ask.Options{Clock: clk, Timeout: time.Hour, Store: s, Relay: relay, OnEnd: heard[i].add})
+		h := heard[i]
+		keep := func(e ask.Ending) error {
+			h.add(e)
+			if i < len(lost) && lost[i] {
+				return errors.New("the outbox is out") // told, but not kept
+			}
+			return nil
+		}
+		els[i] = ask.New(servers[i], ask.Options{Clock: clk, Timeout: time.Hour, Store: s, Relay: relay, OnEndErr: keep})
 		el := els[i]
 		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
 		el.Add(servers[i], ask.RawTool[struct{}]("contact", "", "asks for a contact", func(ctx context.Context, _ json.RawMessage) (any, error) {
@@ -184,46 +194,57 @@ func TestAPushPromptGoesOutOnceItsRosterListsIt(t *testing.T) {
 	assert.Equal(t, 1, <-listed, "the roster listed the question when the person was asked")
 }
 
-// A push question that its node ends as it stops (shutdown) is reported there, and again by
-// the survivor that sweeps the node's roster, under the same Key: the node's own report may
-// never have gone out (its webhook event lost to a store blip as it left; the robustness
-// suite saw one, issue 52, point 5), and the outbox keeps one event of the two.
+// A push question that its node ends as it stops (shutdown) is reported there; if that
+// report was not kept (OnEndErr: its webhook event lost to a store blip as the node left;
+// the robustness suite saw one, issue 52, point 5), the survivor that sweeps the node's
+// roster reports it again, under the same Key. One that was kept is not told again: its
+// event would go out twice.
 func TestAStoppedNodesPushEndIsToldAgainByASurvivor(t *testing.T) {
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
-	s, relay, els, servers, heard := rosterNodes(t, clk)
-	a := els[0]
-	u := elicittest.Connect(t, servers[0], elicittest.Push, elicittest.Never())
-	t.Cleanup(func() { _ = a.Close(context.Background(), elicitation.Shutdown) })
-	go func() {
-		_, _ = u.Session.CallTool(context.Background(), &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}})
-	}()
-	require.Eventually(t, func() bool { return a.Registry().Len() == 1 }, 10*time.Second, time.Millisecond, "A asks")
+	for _, lost := range []bool{true, false} {
+		t.Run(fmt.Sprintf("lost=%v", lost), func(t *testing.T) {
+			clk := clock.NewMock()
+			clk.Set(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+			s, relay, els, servers, heard := rosterNodes(t, clk, lost)
+			a := els[0]
+			u := elicittest.Connect(t, servers[0], elicittest.Push, elicittest.Never())
+			t.Cleanup(func() { _ = a.Close(context.Background(), elicitation.Shutdown) })
+			go func() {
+				_, _ = u.Session.CallTool(context.Background(), &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}})
+			}()
+			require.Eventually(t, func() bool { return a.Registry().Len() == 1 }, 10*time.Second, time.Millisecond, "A asks")
 
-	require.NoError(t, a.Close(context.Background(), elicitation.Shutdown))
-	relay.kill(a.Node()) // the process is gone
-	own := heard[0].list()
-	require.Len(t, own, 1, "A reports the end it made")
-	assert.Equal(t, elicitation.Shutdown, own[0].Reason)
-	r, err := s.Get(context.Background(), "elicitd:nodes", a.Node())
-	require.NoError(t, err, "A's roster stays, with the end")
-	require.Len(t, r.Open, 1)
-	assert.Equal(t, "shutdown", r.Open[0].Reason)
+			require.NoError(t, a.Close(context.Background(), elicitation.Shutdown))
+			relay.kill(a.Node()) // the process is gone
+			own := heard[0].list()
+			require.Len(t, own, 1, "A reports the end it made")
+			assert.Equal(t, elicitation.Shutdown, own[0].Reason)
+			r, err := s.Get(context.Background(), "elicitd:nodes", a.Node())
+			if !lost {
+				assert.ErrorIs(t, err, store.ErrNotFound, "nothing left to tell: the roster goes")
+				clk.Add(10 * time.Second) // two sweeps
+				assert.Empty(t, heard[1].list(), "a kept end is not told again")
+				return
+			}
+			require.NoError(t, err, "A's roster stays, with the end")
+			require.Len(t, r.Open, 1)
+			assert.Equal(t, "shutdown", r.Open[0].Reason)
 
-	require.Eventually(t, func() bool {
-		clk.Add(5 * time.Second) // a sweep
-		return len(heard[1].list()) == 1
-	}, 10*time.Second, 10*time.Millisecond, "B reports it again")
-	again := heard[1].list()[0]
-	assert.Equal(t, own[0].Key, again.Key, "the same Key: one webhook event id")
-	assert.Equal(t, elicitation.Cancelled, again.State)
-	assert.Equal(t, elicitation.Shutdown, again.Reason)
-	assert.Equal(t, own[0].Owner, again.Owner)
-	assert.Equal(t, "contact", again.Tool)
-	_, err = s.Get(context.Background(), "elicitd:nodes", a.Node())
-	assert.ErrorIs(t, err, store.ErrNotFound, "swept once")
-	clk.Add(5 * time.Second)
-	assert.Len(t, heard[1].list(), 1, "told once by the survivors")
-	stats := readStats(t, elicittest.Connect(t, servers[1], elicittest.Push))
-	assert.EqualValues(t, 0, stats["ended_for_dead_nodes"], "it ended on its own node")
+			require.Eventually(t, func() bool {
+				clk.Add(5 * time.Second) // a sweep
+				return len(heard[1].list()) == 1
+			}, 10*time.Second, 10*time.Millisecond, "B reports it again")
+			again := heard[1].list()[0]
+			assert.Equal(t, own[0].Key, again.Key, "the same Key: one webhook event id")
+			assert.Equal(t, elicitation.Cancelled, again.State)
+			assert.Equal(t, elicitation.Shutdown, again.Reason)
+			assert.Equal(t, own[0].Owner, again.Owner)
+			assert.Equal(t, "contact", again.Tool)
+			_, err = s.Get(context.Background(), "elicitd:nodes", a.Node())
+			assert.ErrorIs(t, err, store.ErrNotFound, "swept once")
+			clk.Add(5 * time.Second)
+			assert.Len(t, heard[1].list(), 1, "told once by the survivors")
+			stats := readStats(t, elicittest.Connect(t, servers[1], elicittest.Push))
+			assert.EqualValues(t, 0, stats["ended_for_dead_nodes"], "it ended on its own node")
+		})
+	}
 }

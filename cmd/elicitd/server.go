@@ -55,8 +55,8 @@ type options struct {
 	// server loads them again on SIGHUP, until close.
 	Templates    *templates.Set
 	TemplateDirs []string
-	OnEnd        func(ask.Ending)      // see ask.Options.OnEnd: the webhooks
-	MoreStats    map[string]func() any // see ask.Options.MoreStats
+	OnEnd        func(ask.Ending) error // see ask.Options.OnEndErr: the webhooks
+	MoreStats    map[string]func() any  // see ask.Options.MoreStats
 }
 
 // server is elicitd: an MCP server with elicitd's tools, all asking through one Elicitor.
@@ -82,7 +82,7 @@ func newServer(o options, version string) *server {
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
 		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle, KeepAwake: o.KeepAwake,
 		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait, Store: o.Store,
-		RecordBehind: o.RecordBehind, Linger: o.Linger, OnEnd: o.OnEnd, MoreStats: o.MoreStats})
+		RecordBehind: o.RecordBehind, Linger: o.Linger, OnEndErr: o.OnEnd, MoreStats: o.MoreStats})
 	set := o.Templates
 	if set == nil {
 		var err error

@@ -130,3 +130,67 @@ func everyEndGivesOneEvent(t *testing.T, overHTTP bool, st string) {
 		assert.Equal(t, 1, k, "event %s delivered once", id)
 	}
 }
+
+// A single node stopped (SIGTERM) and started again on the same store: its push question
+// ends shutdown with one event, which the new process (sweeping the old one's roster) does
+// not tell again; its 2026-07-28 question is kept across the restart with no event, and
+// times out under the new process with one. (An end told again after a restart reached the
+// receiver twice: the outbox forgets the ids it delivered before the restart.)
+func TestASingleNodeRestartedTellsEachEndOnce(t *testing.T) {
+	secret := webhook.NewSecret()
+	r := newReceiver(t, secret)
+	args := []string{"--rate", "0", "--store", "embedded", "--data-dir", t.TempDir(), "--webhook", r.srv.URL + "/hooks",
+		"--webhook-allow-private"}
+	env := "ELICITD_WEBHOOK_SECRET=" + secret
+	before := startHTTPWith(t, args, env)
+
+	first, err := pullByHand(t, before, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user",
+		Arguments: map[string]any{"message": "Who?", "form": nameForm, "timeout_seconds": 15}})
+	require.NoError(t, err)
+	require.True(t, first.NeedsInput())
+	asked, release := make(chan struct{}, 1), make(chan struct{})
+	defer close(release) // the handler left waiting when the node went; before the session closes
+	push, err := connectHTTP(t, before, "2025-11-25", "", neverAnswers(asked, release))
+	require.NoError(t, err)
+	go func() { _, _ = push.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs}) }()
+	select {
+	case <-asked:
+	case <-time.After(failsafe):
+		t.Fatal("the push question was never asked")
+	}
+
+	require.NoError(t, before.stop(t))
+	_, ev := r.next(t)
+	assert.Equal(t, "shutdown", ev["outcome"], "the push question ends with its node")
+	shutdownID := ev["id"]
+
+	// The new process sweeps the old one's roster within 5 s, and takes the pull question's
+	// timer over: it times out 15 s after it was asked, after the sweep.
+	after := startHTTPWith(t, args, env)
+	_, ev = r.next(t)
+	assert.Equal(t, "timeout", ev["outcome"], "the pull question times out under the new process")
+	assert.NotEqual(t, shutdownID, ev["id"])
+	assert.NotContains(t, after.stderr.String(), "is told again", "the end was kept when it was told")
+	cs, err := connectHTTP(t, after, "", "", nil)
+	require.NoError(t, err)
+	// The new process delivered one event, the timeout: the end told again was a duplicate.
+	// Its deliveries are counted once the receiver has answered them.
+	var hooks map[string]any
+	require.Eventually(t, func() bool {
+		res, err := cs.ReadResource(timeout(t), &mcp.ReadResourceParams{URI: "elicitd://stats"})
+		if err != nil || len(res.Contents) != 1 {
+			return false
+		}
+		var stats map[string]any
+		if json.Unmarshal([]byte(res.Contents[0].Text), &stats) != nil {
+			return false
+		}
+		hooks, _ = stats["webhooks"].(map[string]any)
+		return hooks["delivered"] == float64(1)
+	}, failsafe, 10*time.Millisecond, "%v", hooks)
+	n := r.deliveries()
+	assert.Len(t, n, 2, "two questions, two events")
+	for id, k := range n {
+		assert.Equal(t, 1, k, "event %s delivered once", id)
+	}
+}

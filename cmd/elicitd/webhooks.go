@@ -92,18 +92,19 @@ func startWebhooks(ctx context.Context, c webhookConfig, st store.Store, logger 
 	return d, nil
 }
 
-// webhookOnEnd is ask.Options.OnEnd for d: each question's end goes to the outbox, its
+// webhookOnEnd is ask.Options.OnEndErr for d: each question's end goes to the outbox, its
 // tool call waiting at most 2 s for it (webhook.Deliverer.Queue). An end the outbox cannot
 // take then (the store out: its NATS connection reconnecting, a quorum lost) is logged
 // (ids only) and added in the background until the store is back, for up to a minute; the
 // tool call returns meanwhile. Adding it again is harmless: the outbox keeps one entry by
 // the event's id.
-func webhookOnEnd(d *webhook.Deliverer, logger *slog.Logger) func(ask.Ending) {
-	return func(e ask.Ending) {
+func webhookOnEnd(d *webhook.Deliverer, logger *slog.Logger) func(ask.Ending) error {
+	return func(e ask.Ending) error {
 		end := webhook.Ending{QuestionID: e.QuestionID, Key: e.Key, Tool: e.Tool, Template: e.Template, Owner: e.Owner,
 			State: e.State.String(), Reason: e.Reason.String(), Attempts: e.Attempts, Created: e.Created, Ended: e.Ended,
 			Answers: e.Answers, Sensitive: e.Sensitive}
-		switch err := d.Queue(end); {
+		err := d.Queue(end)
+		switch {
 		case err == nil:
 		case errors.Is(err, webhook.ErrQueuing):
 			logger.Warn("the webhook event of a question that ended is not queued yet; it is added once the store is back, within five minutes",
@@ -111,6 +112,7 @@ func webhookOnEnd(d *webhook.Deliverer, logger *slog.Logger) func(ask.Ending) {
 		default:
 			logger.Warn("the webhook event of a question that ended could not be queued", "id", e.QuestionID, "tool", e.Tool, "error", err.Error())
 		}
+		return err // not kept yet: a stopping node leaves a push-era end in its roster
 	}
 }
 
