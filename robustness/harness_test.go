@@ -119,7 +119,7 @@ func startNATS(t testing.TB, n int) *natsCluster {
 	for i := range n {
 		c.start(i)
 	}
-	require.Eventually(t, func() bool { return c.metaLeader() >= 0 }, 30*time.Second, 50*time.Millisecond, "a JetStream meta leader")
+	require.Eventually(t, func() bool { return c.metaLeader() >= 0 }, 60*time.Second, 50*time.Millisecond, "a JetStream meta leader")
 	t.Cleanup(func() {
 		for i := range n {
 			c.stop(i)
@@ -140,7 +140,7 @@ func (c *natsCluster) start(i int) {
 	s, err := natsserver.NewServer(c.opts[i]())
 	require.NoError(c.t, err)
 	s.Start()
-	require.True(c.t, s.ReadyForConnections(20*time.Second), "NATS server %d starts", i+1)
+	require.True(c.t, s.ReadyForConnections(60*time.Second), "NATS server %d starts", i+1)
 	c.servers[i] = s
 }
 
