@@ -156,9 +156,11 @@ func (e *env) eventually(at time.Time, cond func() bool, what string) {
 
 // holds requires cond to hold until just before at: with a mock clock, at the last
 // nanosecond before at; in real time, on every look until a quarter second before at.
-// cond says false when it saw otherwise, and errs when it could not tell. In real time a
-// look that began before at may end after it (a loaded machine), when the store may
-// rightly have moved on: only a look that ended before at counts against it.
+// cond says false when it saw otherwise, and errs when it could not tell (a look that
+// could not tell is neither for nor against). In real time a look that began before at
+// may end after it (a loaded machine), when the store may rightly have moved on: only a
+// look that ended before at counts against it, and at least one look must have seen cond
+// hold.
 func (e *env) holds(at time.Time, cond func() (bool, error), what string) {
 	e.Helper()
 	if e.h.Clock != nil {
@@ -168,23 +170,29 @@ func (e *env) holds(at time.Time, cond func() (bool, error), what string) {
 		require.True(e, ok, what)
 		return
 	}
-	ok, err := cond()
-	require.NoError(e, err, what)
-	require.True(e, ok, what)
+	held := false
 	tick := time.NewTicker(50 * time.Millisecond)
 	defer tick.Stop()
-	for time.Until(at) > 250*time.Millisecond {
-		<-tick.C
+	for {
 		ok, err := cond()
 		switch {
 		case err != nil:
-			e.Logf("%s: %v", what, err)
-		case !ok && time.Now().Before(at):
+			e.Logf("%s: %v; looking again", what, err)
+		case ok:
+			held = true
+		case time.Now().Before(at):
 			require.Fail(e, "held only until "+time.Now().Format(time.RFC3339Nano), "%s (until %s)", what, at.Format(time.RFC3339Nano))
-		case !ok:
-			return // the look ended past at: it may have seen the store move on at at
+		default:
+			// The look ended past at: it may have seen the store move on at at.
+			require.True(e, held, "%s: no look ended before %s", what, at.Format(time.RFC3339Nano))
+			return
 		}
+		if time.Until(at) <= 250*time.Millisecond {
+			break
+		}
+		<-tick.C
 	}
+	require.True(e, held, "%s: no look could tell before %s", what, at.Format(time.RFC3339Nano))
 }
 
 // NewID returns a random record id.
