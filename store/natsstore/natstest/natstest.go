@@ -3,6 +3,7 @@
 package natstest
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net"
@@ -12,6 +13,9 @@ import (
 	"time"
 
 	"github.com/nats-io/nats-server/v2/server"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 )
 
@@ -95,7 +99,8 @@ func (*fatalLog) Debugf(string, ...any)  {}
 func (*fatalLog) Tracef(string, ...any)  {}
 
 // Cluster starts n servers named n1, n2... with JetStream (Member), routed to each other on
-// loopback, and returns them once JetStream has a meta leader.
+// loopback, and returns them once JetStream has a meta leader that can place an asset on
+// every one of them (WaitPlaceable).
 func Cluster(t testing.TB, n int) []*server.Server {
 	t.Helper()
 	var servers []*server.Server
@@ -134,7 +139,38 @@ func Cluster(t testing.TB, n int) []*server.Server {
 		}
 	})
 	require.Eventually(t, func() bool { return MetaLeader(servers) != nil }, Failsafe, 50*time.Millisecond, "a JetStream meta leader")
+	WaitPlaceable(t, URLs(servers), n)
 	return servers
+}
+
+// WaitPlaceable waits until the JetStream cluster at urls can place a stream of this many
+// replicas, trying one (in memory, and deleted again) until it is made. A meta leader just
+// elected may not have heard from every server yet, and refuses such a stream with "no
+// suitable peers for placement": an elicitd started on a cluster in that moment exits, as a
+// loaded machine showed (cmd/elicitd's TestAFrozenNodeHoldsNoHibernatingQuestion).
+func WaitPlaceable(t testing.TB, urls []string, replicas int) {
+	t.Helper()
+	nc, err := nats.Connect(strings.Join(urls, ","))
+	require.NoError(t, err)
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	const name = "NATSTEST_PLACEABLE"
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{Name: name, Subjects: []string{"natstest.placeable"},
+			Replicas: replicas, Storage: jetstream.MemoryStorage, MaxBytes: 1 << 20})
+		require.NoError(c, err)
+	}, Failsafe, 100*time.Millisecond, "the cluster places a stream of %d replicas", replicas)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		err := js.DeleteStream(ctx, name)
+		if !errors.Is(err, jetstream.ErrStreamNotFound) {
+			require.NoError(c, err)
+		}
+	}, Failsafe, 100*time.Millisecond, "the placement probe is deleted")
 }
 
 // Member is the options of server i (named n1, n2...) of a cluster on loopback whose
