@@ -122,8 +122,8 @@ func TestServerDownThenRestarted(t *testing.T) {
 	p.srv.Shutdown()
 	p.set(nil)
 	// Before the client has noticed, a call may wait for its answer: its context bounds it,
-	// give or take a loaded machine's scheduling (schedSlack), well short of the 5 s a call
-	// would wait out without it (the store's and JetStream's own timeouts).
+	// give or take a loaded machine's scheduling (schedSlack), short of the 5 s JetStream's
+	// own requests wait (and of this store's opTimeout).
 	const bound = time.Second
 	bctx, cancel := context.WithTimeout(context.Background(), bound)
 	start := time.Now()
