@@ -166,7 +166,7 @@ func TestWithPullIdleTheShownDeadlineIsTheOneThatApplies(t *testing.T) {
 			require.Eventually(t, func() bool {
 				s := el.Registry().Stats()
 				return s.TimedOut+s.Cancelled["abandoned"] == 1
-			}, 10*time.Second, time.Millisecond, "the question ends at the shown time")
+			}, failsafeBound, time.Millisecond, "the question ends at the shown time")
 			s := el.Registry().Stats()
 			if want == "timeout" {
 				assert.EqualValues(t, 1, s.TimedOut)

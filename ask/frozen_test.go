@@ -132,15 +132,15 @@ func TestAFrozenOwnerIsTakenOver(t *testing.T) {
 			answer := map[string]any{"name": "Ada", "age": 30}
 			done := make(chan map[string]any, 1)
 			go func() { done <- payload(t, b, first.RequestState, 1, answer) }()
-			require.Eventually(t, func() bool { return relay.held.Load() == 1 }, 10*time.Second, time.Millisecond, "the retry is forwarded to A")
+			require.Eventually(t, func() bool { return relay.held.Load() == 1 }, failsafeBound, time.Millisecond, "the retry is forwarded to A")
 			clk.Add(time.Second)
-			require.Eventually(t, func() bool { return relay.held.Load() == 2 }, 10*time.Second, time.Millisecond,
+			require.Eventually(t, func() bool { return relay.held.Load() == 2 }, failsafeBound, time.Millisecond,
 				"while the forward waits, B pings A")
 			clk.Add(1500 * time.Millisecond) // the ping's bound: A is frozen
 			var p map[string]any
 			select {
 			case p = <-done:
-			case <-time.After(10 * time.Second):
+			case <-time.After(failsafeBound):
 				t.Fatal("the retry still waits for its frozen owner, 2.5 s (mock) after it was sent")
 			}
 			assert.Equal(t, answer, anyInts(p), "B took the call over and completed it: %v", p)
@@ -148,7 +148,7 @@ func TestAFrozenOwnerIsTakenOver(t *testing.T) {
 			assert.Equal(t, int32(1), ends[1].Load(), "B reported the end")
 
 			relay.thaw(a.el.Node())
-			require.Eventually(t, func() bool { return len(relay.lateAnswers()) == 1 }, 10*time.Second, time.Millisecond,
+			require.Eventually(t, func() bool { return len(relay.lateAnswers()) == 1 }, failsafeBound, time.Millisecond,
 				"thawed, A serves the retry it got while frozen")
 			var late struct {
 				NotHeld bool            `json:"notHeld"`
@@ -208,19 +208,19 @@ func TestASlowForwardedRetryIsNotTakenOver(t *testing.T) {
 	go func() { done <- payload(t, b, first.RequestState, 1, answer) }()
 	select {
 	case <-working: // forwarded to A, whose handler has the answer
-	case <-time.After(10 * time.Second):
+	case <-time.After(failsafeBound):
 		t.Fatal("the retry did not reach A's handler")
 	}
 	for i := range int32(4) {
 		clk.Add(time.Second)
-		require.Eventually(t, func() bool { return relay.pings.Load() == i+1 }, 10*time.Second, time.Millisecond,
+		require.Eventually(t, func() bool { return relay.pings.Load() == i+1 }, failsafeBound, time.Millisecond,
 			"the forward pings A every second while A's handler works (ping %d)", i+1)
 	}
 	free()
 	var p map[string]any
 	select {
 	case p = <-done:
-	case <-time.After(10 * time.Second):
+	case <-time.After(failsafeBound):
 		t.Fatal("the forwarded retry did not get A's result")
 	}
 	assert.Equal(t, answer, anyInts(p), "%v", p)
@@ -244,14 +244,14 @@ func TestACancelReachesAFrozenNodesQuestion(t *testing.T) {
 
 	done := make(chan map[string]any, 1)
 	go func() { done <- b.manage(t, "cancel_elicitation", map[string]any{"id": id}) }()
-	require.Eventually(t, func() bool { return relay.held.Load() == 1 }, 10*time.Second, time.Millisecond, "the cancel is forwarded to A")
+	require.Eventually(t, func() bool { return relay.held.Load() == 1 }, failsafeBound, time.Millisecond, "the cancel is forwarded to A")
 	clk.Add(time.Second)
-	require.Eventually(t, func() bool { return relay.held.Load() == 2 }, 10*time.Second, time.Millisecond, "B pings A")
+	require.Eventually(t, func() bool { return relay.held.Load() == 2 }, failsafeBound, time.Millisecond, "B pings A")
 	clk.Add(1500 * time.Millisecond)
 	select {
 	case p := <-done:
 		assert.Equal(t, "cancelled", p["state"], "%v", p)
-	case <-time.After(10 * time.Second):
+	case <-time.After(failsafeBound):
 		t.Fatal("the cancel still waits for the frozen node")
 	}
 	p := payload(t, b, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})

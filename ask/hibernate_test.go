@@ -62,7 +62,7 @@ func TestAHibernatingQuestionKeepsItsIDOnEveryNode(t *testing.T) {
 	second := b.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12}) // woken on B, re-prompted
 	r, _ := asked(t, second)
 	require.Equal(t, 2, r)
-	require.Eventually(t, func() bool { return a.el.Registry().Len() == 0 }, 5*time.Second, time.Millisecond,
+	require.Eventually(t, func() bool { return a.el.Registry().Len() == 0 }, failsafeBound, time.Millisecond,
 		"A drops its sleeper once B has woken the question")
 	assert.Equal(t, 1, b.el.Registry().Len(), "B holds it, asleep again")
 	for name, n := range map[string]*clusterNode{"A": a, "B": b} {
@@ -92,7 +92,7 @@ func TestAHibernatingQuestionTimesOutOnTime(t *testing.T) {
 	require.Empty(t, heard.get())
 
 	clk.Add(time.Minute) // the question's one-minute deadline
-	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "the end is reported at the deadline")
+	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, failsafeBound, time.Millisecond, "the end is reported at the deadline")
 	for _, ends := range heard.get() {
 		require.Len(t, ends, 1)
 		assert.Equal(t, elicitation.TimedOut, ends[0].State)
@@ -165,7 +165,7 @@ func TestAGoneNodesHibernatingQuestionsEndOnTime(t *testing.T) {
 	assert.Empty(t, heard.get())
 
 	clk.Add(time.Minute) // the question's deadline
-	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "ended at its deadline, by B")
+	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, failsafeBound, time.Millisecond, "ended at its deadline, by B")
 	for _, ends := range heard.get() {
 		require.Len(t, ends, 1)
 		assert.Equal(t, elicitation.TimedOut, ends[0].State)
@@ -181,14 +181,21 @@ func takesOver(t *testing.T, clk *clock.Mock, n *clusterNode) {
 	t.Helper()
 	clk.Add(5 * time.Second)
 	// Moved on a little at a time while n's look is not done: its timer may not have been
-	// armed again yet when the clock first moved (a loaded machine).
+	// armed again yet when the clock first moved (a loaded machine). At most 40 s more on
+	// the clock (eight looks' worth), short of the question's one-minute deadline: on a
+	// loaded machine the take-over may take longer than the clock, moved on real ticks,
+	// would take to pass the deadline.
+	steps := 0
 	require.Eventually(t, func() bool {
 		if n.el.Registry().Len() == 1 {
 			return true
 		}
-		clk.Add(50 * time.Millisecond)
+		if steps < 800 {
+			clk.Add(50 * time.Millisecond)
+			steps++
+		}
 		return false
-	}, 5*time.Second, 10*time.Millisecond, "the survivor takes over the timer of the question the gone node held asleep")
+	}, failsafeBound, 10*time.Millisecond, "the survivor takes over the timer of the question the gone node held asleep")
 }
 
 // A retry that answers the round reaching the node the call hibernated on wakes it from the
@@ -266,7 +273,7 @@ func TestAClosedQuestionsRetryOutlivesAFailedWrite(t *testing.T) {
 	clk, heard, nodes := heardClusterOn(t, func(m *memory.Store) store.Store { s.Store = m; return s })
 	first := nodes[0].call(t, "", 0, nil)
 	clk.Add(time.Minute)
-	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "the end is reported at the deadline")
+	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, failsafeBound, time.Millisecond, "the end is reported at the deadline")
 
 	s.refuse(&s.update, fmt.Errorf("%w: the test refuses writes", store.ErrUnavailable))
 	for _, n := range nodes {
@@ -299,7 +306,7 @@ func TestARetryRacingAClosingSleeperGetsItsEnd(t *testing.T) {
 	require.Equal(t, 1, a.el.Registry().Len())
 
 	// Bounded: on the old code the retry waited for the question's old deadline.
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), failsafeBound)
 	defer cancel()
 	res, err := a.u.Session.CallTool(ctx, &mcp.CallToolParams{Name: a.tool, Arguments: map[string]any{}, RequestState: first.RequestState,
 		InputResponses: mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 30}}}})
@@ -321,7 +328,7 @@ func TestACancelAsTheCallFallsAsleepEndsTheQuestion(t *testing.T) {
 	}))
 	first := a.call(t, "", 0, nil)
 	require.Equal(t, "<nil>", cancelled.Load(), "the cancel was taken")
-	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, 5*time.Second, time.Millisecond, "the end is reported")
+	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, failsafeBound, time.Millisecond, "the end is reported")
 	for _, ends := range heard.get() {
 		require.Len(t, ends, 1)
 		assert.Equal(t, elicitation.Cancelled, ends[0].State)
@@ -354,7 +361,7 @@ func TestAHibernatingQuestionListsAsItWouldAwake(t *testing.T) {
 		require.Len(t, listed, 1)
 		q := listed[0].(map[string]any)
 		id := q["id"]
-		require.Eventually(t, func() bool { return keep || n.el.Counts().Hibernated == 2 }, 5*time.Second, time.Millisecond)
+		require.Eventually(t, func() bool { return keep || n.el.Counts().Hibernated == 2 }, failsafeBound, time.Millisecond)
 		clk.Add(3 * time.Second)
 		ext := n.manage(t, "extend_elicitation", map[string]any{"id": id, "seconds": 90})
 		require.Equal(t, id, ext["id"], "%v", ext)

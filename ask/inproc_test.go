@@ -160,7 +160,7 @@ func TestDeadlineOnTheMockClock(t *testing.T) {
 				res, _ := u.CallErr(ctx, "book", map[string]any{})
 				done <- res
 			}()
-			require.Eventually(t, func() bool { return len(u.Prompts()) == 1 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return len(u.Prompts()) == 1 }, failsafeBound, time.Millisecond)
 			mock.Add(time.Minute)
 			require.ErrorIs(t, <-errs, ask.ErrTimeout)
 			if era == elicittest.Pull {
@@ -232,7 +232,7 @@ func TestClientGoneEndsTheQuestion(t *testing.T) {
 			})
 			u := elicittest.Connect(t, server, era, elicittest.Never())
 			go func() { _, _ = u.CallErr(context.Background(), "book", map[string]any{}) }()
-			require.Eventually(t, func() bool { return len(u.Prompts()) == 1 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return len(u.Prompts()) == 1 }, failsafeBound, time.Millisecond)
 			require.NoError(t, u.Vanish())
 			o := <-outcomes
 			assert.Equal(t, elicitation.Cancelled, o.State)
@@ -314,18 +314,20 @@ func TestAnAbandonedPullCallIsForgotten(t *testing.T) {
 	require.NotEmpty(t, first.InputRequests)
 	mock.Add(time.Minute) // the deadline: the handler gets its timeout and returns
 	require.ErrorIs(t, <-errs, ask.ErrTimeout)
-	probe := func() string { // a retry that changes nothing: it lacks the response
+	// probe: a retry that changes nothing (it lacks the response), with the reason it hears.
+	// It runs in a poll too, on a goroutine of its own: it reports to t, never stops it.
+	probe := func(t require.TestingT) string {
 		res, err := u.Session.CallTool(ctx, &mcp.CallToolParams{Name: "book", Arguments: map[string]any{}, RequestState: first.RequestState})
 		require.NoError(t, err)
 		p, err := elicittest.Payload(res)
 		require.NoError(t, err)
 		return fmt.Sprint(p["reason"])
 	}
-	require.Equal(t, "missing_response", probe(), "the result waits for the client")
-	require.Eventually(t, func() bool {
+	require.Equal(t, "missing_response", probe(t), "the result waits for the client")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
 		mock.Add(time.Minute)
-		return probe() == "finished"
-	}, 10*time.Second, time.Millisecond)
+		assert.Equal(c, "finished", probe(c))
+	}, failsafeBound, time.Millisecond)
 }
 
 // Every prompt carries its question's deadline in _meta, in both eras: a pull-era client

@@ -139,7 +139,7 @@ func TestARoundAnsweredWithinTheLingerIsWrittenOnce(t *testing.T) {
 
 			// Recorded: nothing is held any more, and Close does not wait for the linger (the
 			// mock clock would never end it).
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), failsafeBound)
 			defer cancel()
 			require.NoError(t, a.el.Close(ctx, elicitation.Shutdown))
 			w, _ = s.per(1)
@@ -163,7 +163,7 @@ func TestAFirstRoundIsWrittenWhenItsLingerIsUp(t *testing.T) {
 	assert.Equal(t, 1, rec.Handed)
 	assert.True(t, rec.Asleep, "written to sleep on")
 	assert.Equal(t, a.el.Node(), rec.Node)
-	require.Eventually(t, func() bool { return a.el.Counts().Hibernated == slept+1 }, 5*time.Second, time.Millisecond, "A's call hibernates")
+	require.Eventually(t, func() bool { return a.el.Counts().Hibernated == slept+1 }, failsafeBound, time.Millisecond, "A's call hibernates")
 
 	out, err := elicittest.Payload(b.call(t, first.RequestState, 1, ada))
 	require.NoError(t, err)
@@ -243,7 +243,7 @@ func TestAHeldRoundIsNotWrittenOverAFailedEnd(t *testing.T) {
 
 	s.refuse.Store(true)
 	require.NoError(t, a.el.Registry().Cancel(caller, id, elicitation.Operator))
-	require.Eventually(t, func() bool { return s.refused.Load() == 1 }, 5*time.Second, time.Millisecond, "the end's write is refused")
+	require.Eventually(t, func() bool { return s.refused.Load() == 1 }, failsafeBound, time.Millisecond, "the end's write is refused")
 	s.refuse.Store(false)
 	clk.Add(time.Second) // the linger is up
 	// Close waits for the held write's goroutine.
@@ -313,7 +313,7 @@ func TestALingerUpWhileAPureRoundIsAtWorkWritesNothingOfItsOwn(t *testing.T) {
 			<-working // answered
 
 			clk.Add(time.Second) // the linger is up
-			require.Eventually(t, func() bool { return a.el.HeldRounds() == 0 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return a.el.HeldRounds() == 0 }, failsafeBound, time.Millisecond)
 			w, _ := s.per(1)
 			assert.Zero(t, w, "nothing written while the round is at work")
 			assert.Equal(t, slept, a.el.Counts().Hibernated, "not hibernated while at work")
@@ -401,7 +401,7 @@ func TestAClosingNodesHeldRoundEndsOnTimeElsewhere(t *testing.T) {
 	takesOver(t, clk, b)
 	assert.Zero(t, timedOut())
 	clk.Add(time.Minute) // the question's deadline
-	require.Eventually(t, func() bool { return timedOut() == 1 }, 5*time.Second, time.Millisecond, "ended at its deadline, by B")
+	require.Eventually(t, func() bool { return timedOut() == 1 }, failsafeBound, time.Millisecond, "ended at its deadline, by B")
 	p := payload(t, b, held.RequestState, 1, ada)
 	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
 	assert.Equal(t, 1, timedOut(), "reported once")

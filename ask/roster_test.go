@@ -93,14 +93,14 @@ func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
 	go func() {
 		_, _ = u.Session.CallTool(context.Background(), &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}})
 	}()
-	require.Eventually(t, func() bool { return a.Registry().Len() == 1 }, 10*time.Second, time.Millisecond, "A asks")
+	require.Eventually(t, func() bool { return a.Registry().Len() == 1 }, failsafeBound, time.Millisecond, "A asks")
 
 	// A writes its roster at a flush after the question is added (which follows its start).
 	require.Eventually(t, func() bool {
 		clk.Add(100 * time.Millisecond)
 		r, err := s.Get(context.Background(), "elicitd:nodes", a.Node())
 		return err == nil && len(r.Open) == 1
-	}, 10*time.Second, 10*time.Millisecond, "A's roster lists its open question")
+	}, failsafeBound, 10*time.Millisecond, "A's roster lists its open question")
 	r, _ := s.Get(context.Background(), "elicitd:nodes", a.Node())
 	qid := r.Open[0].ID
 
@@ -112,7 +112,7 @@ func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
 		clk.Add(100 * time.Millisecond) // and the next flush writes it again
 		got, err := s.Get(context.Background(), "elicitd:nodes", a.Node())
 		return err == nil && len(got.Open) == 1
-	}, 10*time.Second, 10*time.Millisecond, "A's roster is back")
+	}, failsafeBound, 10*time.Millisecond, "A's roster is back")
 
 	// While A runs, B leaves its questions alone.
 	clk.Add(5 * time.Second)
@@ -122,7 +122,7 @@ func TestPushQuestionsOfADeadNodeEndOnASurvivor(t *testing.T) {
 	require.Eventually(t, func() bool {
 		clk.Add(5 * time.Second) // a sweep
 		return strings.Contains(logs[1].String(), "id="+qid)
-	}, 10*time.Second, 10*time.Millisecond, "B ends the dead node's question")
+	}, failsafeBound, 10*time.Millisecond, "B ends the dead node's question")
 	line := logs[1].String()
 	assert.Contains(t, line, "reason=client_gone")
 	assert.Contains(t, line, "node="+a.Node())

@@ -227,7 +227,7 @@ func TestAResendOfAClaimThatFailsIsNotLeftWaiting(t *testing.T) {
 	select {
 	case p := <-y:
 		assert.True(t, p["code"] == ask.CodeStoreUnavailable || p["name"] == "Ada", "the resend hears the store error, or goes on: %v", p)
-	case <-time.After(10 * time.Second):
+	case <-time.After(failsafeBound):
 		t.Fatal("the resend waits for ever on a claim that was undone")
 	}
 	done := payload(t, a, first.RequestState, 1, answer)

@@ -23,6 +23,8 @@ import (
 	"github.com/rs/zerolog"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
+
+	"github.com/elicitd/elicitd/store/natsstore/natstest"
 )
 
 // The parts of the suite, really started: a NATS cluster of three servers in this process
@@ -119,7 +121,14 @@ func startNATS(t testing.TB, n int) *natsCluster {
 	for i := range n {
 		c.start(i)
 	}
-	require.Eventually(t, func() bool { return c.metaLeader() >= 0 }, 30*time.Second, 50*time.Millisecond, "a JetStream meta leader")
+	require.Eventually(t, func() bool { return c.metaLeader() >= 0 }, 60*time.Second, 50*time.Millisecond, "a JetStream meta leader")
+	// The nodes' R3 buckets need every server known to the meta leader: a node started a
+	// moment too soon exits ("no suitable peers for placement"), and is not started again.
+	var urls []string
+	for i := range n {
+		urls = append(urls, "nats://"+c.addr(i))
+	}
+	natstest.WaitPlaceable(t, urls, n)
 	t.Cleanup(func() {
 		for i := range n {
 			c.stop(i)
@@ -140,7 +149,7 @@ func (c *natsCluster) start(i int) {
 	s, err := natsserver.NewServer(c.opts[i]())
 	require.NoError(c.t, err)
 	s.Start()
-	require.True(c.t, s.ReadyForConnections(20*time.Second), "NATS server %d starts", i+1)
+	require.True(c.t, s.ReadyForConnections(60*time.Second), "NATS server %d starts", i+1)
 	c.servers[i] = s
 }
 

@@ -25,7 +25,7 @@ func TestReadAtMostRefusesAFIFO(t *testing.T) {
 	select {
 	case err := <-done:
 		assert.EqualError(t, err, "is not a regular file")
-	case <-time.After(5 * time.Second):
+	case <-time.After(30 * time.Second): // a failsafe, for a slow, loaded machine
 		if f, err := os.OpenFile(fifo, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
 			f.Close() // the open stuck on it returns, and the test ends
 		}

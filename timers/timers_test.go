@@ -67,7 +67,7 @@ func (f *fixture) next(t *testing.T) string {
 // past Add's end, where Add(0) never reaches it ("360 of 1200 timers fired", in CI). Only
 // a step forward fires that one, in the real clock's stead, whose time never goes back.
 func fired[T any](clk *clock.Mock, ch <-chan T, step time.Duration) (T, bool) {
-	give := time.After(10 * time.Second)
+	give := time.After(30 * time.Second) // a failsafe, for a slow, loaded machine
 	for {
 		select {
 		case v := <-ch:

@@ -49,7 +49,7 @@ func TestEachEventDeliveredOnce(t *testing.T) {
 		assert.Equal(t, "create_shipment", ev["tool"])
 		assert.Equal(t, map[string]any{"service": "UPS Ground", "weight": 2.5}, ev["answers"])
 	}
-	require.Eventually(t, func() bool { return d.Stats().Delivered == n }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return d.Stats().Delivered == n }, failsafe, time.Millisecond)
 	assert.Equal(t, webhook.Stats{Delivered: n}, d.Stats())
 }
 
@@ -98,7 +98,7 @@ func TestReceiverDownThenBack(t *testing.T) {
 	for range n {
 		require.Equal(t, http.StatusNoContent, rcv.next(t).Status)
 	}
-	require.Eventually(t, func() bool { return d.Stats().Delivered == n }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return d.Stats().Delivered == n }, failsafe, time.Millisecond)
 	waitPending(t, ob, acked, "every delivered event acked")
 
 	accepted := rcv.acceptedCounts()
@@ -146,7 +146,7 @@ func TestGivenUpPastTheBound(t *testing.T) {
 				mock.Add(ps[0].Ready.Sub(mock.Now()))
 			}
 			waitPending(t, ob, func(ps []memory.Pending) bool { return len(ps) == 0 }, "given up: acked")
-			require.Eventually(t, func() bool { return d.Stats().Failures == 1 }, 10*time.Second, time.Millisecond)
+			require.Eventually(t, func() bool { return d.Stats().Failures == 1 }, failsafe, time.Millisecond)
 			assert.Equal(t, webhook.Stats{Retries: uint64(tc.tries - 1), Failures: 1}, d.Stats())
 			mock.Add(time.Hour)
 			assert.Len(t, rcv.allTries(), tc.tries, "never tried again")
@@ -184,7 +184,7 @@ func TestSameIDOnEveryTryAndOneEntryPerURL(t *testing.T) {
 		require.Equal(t, map[string]int{webhook.EventID(qid): 1}, r.acceptedCounts())
 	}
 	assert.Len(t, up.allTries(), 1, "the receiver that was up got it once")
-	require.Eventually(t, func() bool { return d.Stats().Delivered == 2 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return d.Stats().Delivered == 2 }, failsafe, time.Millisecond)
 	assert.Equal(t, webhook.Stats{Delivered: 2, Retries: 3}, d.Stats())
 }
 
@@ -277,7 +277,7 @@ func TestSendNeverWaitsForTheReceiver(t *testing.T) {
 	select {
 	case err := <-sent:
 		require.NoError(t, err)
-	case <-time.After(10 * time.Second):
+	case <-time.After(failsafe):
 		t.Fatal("Send waited for the receiver")
 	}
 	assert.Zero(t, d.Stats().Delivered, "the receiver has answered nothing yet")
@@ -324,7 +324,7 @@ func TestStopHandsBackWhatItCutShort(t *testing.T) {
 	tr := rcv.next(t)
 	require.Equal(t, webhook.EventID(qid), tr.ID, "the same id")
 	require.Equal(t, http.StatusNoContent, tr.Status)
-	require.Eventually(t, func() bool { return second.Stats().Delivered == 1 }, 10*time.Second, time.Millisecond)
+	require.Eventually(t, func() bool { return second.Stats().Delivered == 1 }, failsafe, time.Millisecond)
 	waitPending(t, ob, acked, "the delivered event acked")
 }
 

@@ -89,7 +89,7 @@ func advanceUntil(t *testing.T, mock *clock.Mock, step time.Duration, ok func() 
 		}
 		mock.Add(step)
 		return false
-	}, 10*time.Second, 2*time.Millisecond, what)
+	}, failsafe, 2*time.Millisecond, what)
 }
 
 // An event Queue could not add (its store out) is added in the background once the store
@@ -288,7 +288,7 @@ func TestStopAddsAQueuedEventWhileItWaits(t *testing.T) {
 	qid := storetest.NewID()
 	require.ErrorIs(t, d.Queue(ending(qid, mock.Now())), webhook.ErrQueuing)
 	ob.setDown(func(string) bool { return false }) // the store is back
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
 	require.NoError(t, d.Stop(ctx), "Stop returns once the event is added, not at its context's end")
 	require.Len(t, ob.Pending(), 1, "the event is in the outbox, for another node to deliver")
@@ -306,7 +306,7 @@ func TestStopAddsAnEntryStuckInProcessUnderAnotherKey(t *testing.T) {
 		Outbox: ob, Clock: mock, Workers: 1})
 	require.NoError(t, err)
 	require.ErrorIs(t, d.Queue(ending(qid, mock.Now())), webhook.ErrQueuing)
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 	defer cancel()
 	require.NoError(t, d.Stop(ctx))
 	p := ob.Pending()

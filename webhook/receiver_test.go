@@ -124,13 +124,18 @@ func (r *receiver) allBodies() [][]byte {
 	return append([][]byte(nil), r.bodies...)
 }
 
+// failsafe bounds every wait of these tests for what takes a moment (a request reaching
+// the receiver, an event acked, a restarted server): far longer than it takes, even on a
+// slow, loaded 2-core machine running the whole suite with the race detector.
+const failsafe = 60 * time.Second
+
 // next waits for the receiver's next request.
 func (r *receiver) next(t *testing.T) try {
 	t.Helper()
 	select {
 	case tr := <-r.arrived:
 		return tr
-	case <-time.After(10 * time.Second):
+	case <-time.After(failsafe):
 		t.Fatal("no request reached the receiver")
 		return try{}
 	}
@@ -158,7 +163,7 @@ func start(t *testing.T, o webhook.Options) *webhook.Deliverer {
 	d, err := webhook.New(o)
 	require.NoError(t, err)
 	t.Cleanup(func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 		defer cancel()
 		require.NoError(t, d.Stop(ctx))
 	})
@@ -172,7 +177,7 @@ func waitPending(t *testing.T, b *memory.Outbox, ok func([]memory.Pending) bool,
 	require.Eventually(t, func() bool {
 		last = b.Pending()
 		return ok(last)
-	}, 10*time.Second, time.Millisecond, "%s; the queue: %+v", what, last)
+	}, failsafe, time.Millisecond, "%s; the queue: %+v", what, last)
 	return last
 }
 

@@ -15,7 +15,7 @@ import (
 
 // A node frozen mid-question (SIGSTOP) keeps its NATS connection and its subscriptions, so
 // nothing says "no responders" for it: the client's retry on another node is taken over all
-// the same, within 5 s, once the frozen node leaves a ping unanswered. Thawed (SIGCONT), the
+// the same, within seconds (2.5 s by design), once the frozen node leaves a ping unanswered. Thawed (SIGCONT), the
 // frozen node serves the retry it got meanwhile: its write fails the compare-and-set (it is
 // fenced), and what the client gets, on any node, is the outcome of the node that took the
 // question over.
@@ -51,7 +51,10 @@ func TestAFrozenNodeIsTakenOver(t *testing.T) {
 	assert.Equal(t, "completed", done["status"], "%v", done)
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"])
 	assert.EqualValues(t, 2, done["attempts"], "the attempt made on A counts")
-	assert.Less(t, took, 5*time.Second, "taken over within 5 s")
+	// By design about 2.5 s (a ping a second, unanswered for 1.5 s); a retry not taken over
+	// would wait for the frozen node until its 20 s bound. 10 s tells them apart with room
+	// for a loaded machine, where 5 s (the figure docs/cluster.md gives) has no margin.
+	assert.Less(t, took, 10*time.Second, "taken over within 10 s")
 	assert.Eventually(t, func() bool { return strings.Contains(b.stderr.String(), "took a question over") }, failsafe, 10*time.Millisecond,
 		"B says it took the question over:\n%s", b.stderr.String())
 	assert.Contains(t, b.stderr.String(), "does not answer")

@@ -26,7 +26,7 @@ import (
 var servingMetrics = regexp.MustCompile(`msg(?:=|":")"?serving metrics and probes"?,? ?"?address(?:=|":")([^\s"]+)`)
 
 // metricsURL is where s, started with --metrics-listen, serves its metrics listener.
-func metricsURL(t *testing.T, s *httpServer) string {
+func metricsURL(t tester, s *httpServer) string {
 	t.Helper()
 	m := servingMetrics.FindStringSubmatch(s.stderr.String())
 	require.NotNil(t, m, "elicitd did not say where it serves metrics:\n%s", s.stderr.String())
@@ -34,7 +34,7 @@ func metricsURL(t *testing.T, s *httpServer) string {
 }
 
 // scrape reads s's /metrics: the families by name, and the text as served.
-func scrape(t *testing.T, s *httpServer) (map[string]*dto.MetricFamily, []byte) {
+func scrape(t tester, s *httpServer) (map[string]*dto.MetricFamily, []byte) {
 	t.Helper()
 	res, err := http.Get(metricsURL(t, s) + "/metrics")
 	require.NoError(t, err)
@@ -50,7 +50,7 @@ func scrape(t *testing.T, s *httpServer) (map[string]*dto.MetricFamily, []byte) 
 
 // sample is the value of the sample of family name whose labels are labels (name=value
 // pairs); a histogram's is its count. It fails the test when there is none.
-func sample(t *testing.T, families map[string]*dto.MetricFamily, name string, labels ...string) float64 {
+func sample(t tester, families map[string]*dto.MetricFamily, name string, labels ...string) float64 {
 	t.Helper()
 	f := families[name]
 	require.NotNil(t, f, "no metric %s", name)
@@ -71,7 +71,7 @@ func sample(t *testing.T, families map[string]*dto.MetricFamily, name string, la
 			return float64(m.Histogram.GetSampleCount())
 		}
 	}
-	t.Fatalf("no sample of %s with labels %v in %v", name, labels, f.Metric)
+	require.Failf(t, "no sample", "no sample of %s with labels %v in %v", name, labels, f.Metric)
 	return 0
 }
 
@@ -124,10 +124,11 @@ func TestMetricsCountKnownQuestionsInBothEras(t *testing.T) {
 	// (--linger): each pull-era question is then recorded.
 	var families map[string]*dto.MetricFamily
 	var body []byte
-	require.Eventually(t, func() bool {
-		families, body = scrape(t, s)
-		return sample(t, families, "elicitd_store_operation_duration_seconds", "op", "create") >= 2
-	}, 10*time.Second, 10*time.Millisecond, "each pull-era question is recorded")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		f, b := scrape(c, s)
+		assert.GreaterOrEqual(c, sample(c, f, "elicitd_store_operation_duration_seconds", "op", "create"), 2.0)
+		families, body = f, b
+	}, failsafe, 10*time.Millisecond, "each pull-era question is recorded")
 	got := func(name string, labels ...string) float64 { return sample(t, families, name, labels...) }
 	assert.Equal(t, 2.0, got("elicitd_questions_started_total", "era", "push", "tool", "ask_user"))
 	assert.Equal(t, 2.0, got("elicitd_questions_started_total", "era", "pull", "tool", "ask_user"))

@@ -25,26 +25,41 @@ import (
 func TestNATSProcessesFormACluster(t *testing.T) {
 	t.Parallel()
 	urls, cmds := natsProcesses(t, 3, nil)
-	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
-	defer cancel()
+	// Each step is tried again while the cluster cannot do it yet (peers still being learned,
+	// a leader election after the stop), each try bounded on its own: one slow answer on a
+	// loaded machine is "not yet", and only a cluster that never gets there fails.
+	try := func() (context.Context, context.CancelFunc) {
+		return context.WithTimeout(context.Background(), 5*time.Second)
+	}
 	first, third := jsContext(t, urls[0]), jsContext(t, urls[2])
-	kv, err := first.CreateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "three", Replicas: 3, Storage: jetstream.FileStorage})
-	require.NoError(t, err)
-	_, err = kv.Put(ctx, "k", []byte("v1"))
-	require.NoError(t, err)
-	there, err := third.KeyValue(ctx, "three")
-	require.NoError(t, err)
-	require.Eventually(t, func() bool {
+	var kv jetstream.KeyValue
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx, cancel := try()
+		defer cancel()
+		b, err := first.CreateOrUpdateKeyValue(ctx, jetstream.KeyValueConfig{Bucket: "three", Replicas: 3, Storage: jetstream.FileStorage})
+		require.NoError(c, err)
+		_, err = b.Put(ctx, "k", []byte("v1"))
+		require.NoError(c, err)
+		kv = b
+	}, clusterFailsafe, 100*time.Millisecond, "a bucket on all three takes a write")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx, cancel := try()
+		defer cancel()
+		there, err := third.KeyValue(ctx, "three")
+		require.NoError(c, err)
 		e, err := there.Get(ctx, "k")
-		return err == nil && string(e.Value()) == "v1"
-	}, failsafe, 20*time.Millisecond, "the write made through the first server, read through the third")
+		require.NoError(c, err)
+		assert.Equal(c, "v1", string(e.Value()))
+	}, clusterFailsafe, 20*time.Millisecond, "the write made through the first server, read through the third")
 
 	require.NoError(t, cmds[1].Process.Signal(syscall.SIGTERM))
 	assert.NoError(t, cmds[1].Wait(), "a NATS process stops cleanly on SIGTERM")
-	require.Eventually(t, func() bool {
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		ctx, cancel := try()
+		defer cancel()
 		_, err := kv.Put(ctx, "k", []byte("v2"))
-		return err == nil
-	}, failsafe, 100*time.Millisecond, "two of three servers still take writes")
+		assert.NoError(c, err)
+	}, clusterFailsafe, 100*time.Millisecond, "two of three servers still take writes")
 }
 
 // natsProcesses starts a NATS cluster of n server processes (this test binary as natsChild,

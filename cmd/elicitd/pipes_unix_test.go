@@ -110,7 +110,7 @@ func TestACutEndsAWriteBlockedOnAFullStdout(t *testing.T) {
 			select {
 			case err := <-second:
 				assert.ErrorIs(t, err, context.Canceled, "a write waiting its turn ends with its context")
-			case <-time.After(10 * time.Second):
+			case <-time.After(failsafe):
 				t.Fatal("a write waiting behind a blocked one did not end with its context")
 			}
 
@@ -118,7 +118,7 @@ func TestACutEndsAWriteBlockedOnAFullStdout(t *testing.T) {
 			select {
 			case err := <-blocked:
 				assert.ErrorIs(t, err, errWritesCut)
-			case <-time.After(10 * time.Second):
+			case <-time.After(failsafe):
 				t.Fatal("the blocked write did not fail at the cut")
 			}
 			assert.ErrorIs(t, c.writeLine(context.Background(), []byte(`{}`)), errWritesCut)

@@ -49,6 +49,21 @@ func round(t *testing.T, s *httpServer, state string, n int, content map[string]
 	return res
 }
 
+// roundIn is round for a poll: it reports to t (a poll's CollectT), keeps no session past
+// its call, and returns the result's structured content.
+func roundIn(t tester, s *httpServer, state string, n int, content map[string]any) map[string]any {
+	t.Helper()
+	cs, err := dialPull(s)
+	require.NoError(t, err)
+	defer cs.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: state,
+		InputResponses: mcp.InputResponseMap{fmt.Sprintf("elicit-%d", n): &mcp.ElicitResult{Action: "accept", Content: content}}})
+	require.NoError(t, err)
+	return structured(t, res)
+}
+
 // askedFields returns the round a result hands out and the fields its form asks.
 func askedFields(t *testing.T, res *mcp.CallToolResult) (string, []string) {
 	t.Helper()
@@ -344,14 +359,20 @@ func TestThreeNodesServeOneQuestion(t *testing.T) {
 		<-asked
 		// Its session dies with B: a survivor finds the question in B's roster and ends it.
 		kv := rosters(t, urls[0])
-		require.Eventually(t, func() bool { return openInRosters(t, kv) == 1 }, 10*time.Second, 10*time.Millisecond, "B's roster lists the question")
+		require.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Equal(c, 1, openInRosters(c, kv))
+		}, failsafe, 10*time.Millisecond, "B's roster lists the question")
 		b.kill(t)
 		assert.Error(t, <-calling, "the client's connection dropped with B")
 		require.Eventually(t, func() bool {
 			out := a.stderr.String() + c.stderr.String()
 			return strings.Contains(out, "reason=client_gone") && strings.Contains(out, "found_by=")
-		}, 30*time.Second, 50*time.Millisecond, "a survivor ends B's question client_gone")
-		assert.Zero(t, openInRosters(t, kv), "and deletes B's roster")
+		}, clusterFailsafe, 50*time.Millisecond, "a survivor ends B's question client_gone")
+		// Deleted before the end is logged; read back through one server, whose replica may
+		// apply the delete a moment later.
+		assert.EventuallyWithT(t, func(c *assert.CollectT) {
+			assert.Zero(c, openInRosters(c, kv))
+		}, failsafe, 10*time.Millisecond, "and deletes B's roster")
 	})
 
 	t.Run("a node killed mid-question", func(t *testing.T) {
@@ -378,7 +399,7 @@ func recordsLeader(t *testing.T, servers []*natsserver.Server) *natsserver.Serve
 			}
 		}
 		return false
-	}, 30*time.Second, 20*time.Millisecond, "the records' stream has a leader")
+	}, clusterFailsafe, 20*time.Millisecond, "the records' stream has a leader")
 	return leader
 }
 
@@ -398,17 +419,18 @@ func TestLosingTheStoreLeaderLosesNoAnswer(t *testing.T) {
 	leader.Shutdown()
 	leader.WaitForShutdown()
 
+	// A try that fails on the way (the node slow to answer on a loaded machine) is tried
+	// again, as STORE_UNAVAILABLE is: the same request, sent again.
 	var done map[string]any
 	unavailable := 0
-	require.Eventually(t, func() bool {
-		out := structured(t, round(t, node, second.RequestState, 2, map[string]any{"age": 30}))
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		out := roundIn(c, node, second.RequestState, 2, map[string]any{"age": 30})
 		if out["code"] == "STORE_UNAVAILABLE" {
 			unavailable++
-			return false
 		}
+		require.NotEqual(c, "STORE_UNAVAILABLE", out["code"])
 		done = out
-		return true
-	}, 60*time.Second, 100*time.Millisecond, "the question goes on once a new leader is elected")
+	}, 2*clusterFailsafe, 100*time.Millisecond, "the question goes on once a new leader is elected")
 	assert.Equal(t, "completed", done["status"], "%v", done)
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"], "the name answered before the leader died is kept")
 	t.Logf("%d requests met the election (STORE_UNAVAILABLE) before one went on", unavailable)
@@ -548,13 +570,15 @@ func rosters(t *testing.T, url string) jetstream.KeyValue {
 }
 
 // openInRosters counts the questions the nodes' rosters list.
-func openInRosters(t *testing.T, kv jetstream.KeyValue) int {
+func openInRosters(t tester, kv jetstream.KeyValue) int {
 	t.Helper()
-	keys, err := kv.ListKeysFiltered(timeout(t), store.OwnerPrefix("elicitd:nodes")+"*")
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	keys, err := kv.ListKeysFiltered(ctx, store.OwnerPrefix("elicitd:nodes")+"*")
 	require.NoError(t, err)
 	n := 0
 	for k := range keys.Keys() {
-		e, err := kv.Get(timeout(t), k)
+		e, err := kv.Get(ctx, k)
 		if err != nil {
 			continue
 		}
@@ -625,18 +649,21 @@ func TestTheStoreGoneAndBack(t *testing.T) {
 	second := round(t, node, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12})
 	_, fields := askedFields(t, second)
 	require.Equal(t, []string{"age"}, fields)
-	ready := func() int {
+	ready := func(t tester) int {
 		res, err := http.Get(strings.TrimSuffix(node.url, "/mcp") + "/readyz")
 		require.NoError(t, err)
 		res.Body.Close()
 		return res.StatusCode
 	}
-	require.Equal(t, http.StatusOK, ready(), "ready while the store answers")
+	require.Equal(t, http.StatusOK, ready(t), "ready while the store answers")
 
 	ns.Shutdown()
 	ns.WaitForShutdown()
 	// A load balancer stops sending to a node that cannot reach its store.
-	require.Eventually(t, func() bool { return ready() == http.StatusServiceUnavailable }, 5*time.Second, 20*time.Millisecond, "/readyz: 503 with the store gone")
+	// Within 5 s by design (docs/operations.md); a failsafe for a loaded machine.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, http.StatusServiceUnavailable, ready(c))
+	}, failsafe, 20*time.Millisecond, "/readyz: 503 with the store gone")
 	fresh, err := pullByHand(t, node, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
 	require.NoError(t, err)
 	assert.Equal(t, "STORE_UNAVAILABLE", structured(t, fresh)["code"], "a new question is refused")
@@ -645,11 +672,17 @@ func TestTheStoreGoneAndBack(t *testing.T) {
 
 	natsServer(t, &natsserver.Options{Host: "127.0.0.1", Port: port, NoSigs: true, JetStream: true, StoreDir: dir})
 	var done map[string]any
-	require.Eventually(t, func() bool {
-		done = structured(t, round(t, node, second.RequestState, 2, answer))
-		return done["code"] != "STORE_UNAVAILABLE"
-	}, 30*time.Second, 100*time.Millisecond, "service resumes when NATS is back")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		out := roundIn(c, node, second.RequestState, 2, answer)
+		require.NotEqual(c, "STORE_UNAVAILABLE", out["code"])
+		done = out
+	}, clusterFailsafe, 100*time.Millisecond, "service resumes when NATS is back")
 	assert.Equal(t, "completed", done["status"], "%v", done)
 	assert.Equal(t, map[string]any{"name": "Ada", "age": float64(30)}, done["data"], "the name answered before is kept")
-	assert.Equal(t, http.StatusOK, ready(), "ready again")
+	// Ready again within 5 s of the store's return by design (docs/operations.md); the
+	// answer just taken shows the store is back, the readiness check may follow a moment
+	// later.
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		assert.Equal(c, http.StatusOK, ready(c))
+	}, failsafe, 20*time.Millisecond, "ready again")
 }

@@ -165,19 +165,20 @@ func TestWebhooksTellEveryEnd(t *testing.T) {
 	}
 	// A delivery is counted once its receiver's answer is read, a moment after the receiver
 	// has the event.
-	var stats map[string]any
-	require.Eventually(t, func() bool {
-		stats = readStats(t, cs)
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		stats := readStats(c, cs)
 		hooks, _ := stats["webhooks"].(map[string]any)
-		return hooks["delivered"] == float64(3)
-	}, failsafe, 10*time.Millisecond, "the stats count the deliveries: %v", stats)
+		assert.Equal(c, float64(3), hooks["delivered"], "the stats count the deliveries: %v", stats)
+	}, failsafe, 10*time.Millisecond)
 	assert.NotContains(t, s.stderr.String(), "Zelda", "no answer is logged")
 }
 
 // readStats reads the elicitd://stats resource.
-func readStats(t *testing.T, cs *mcp.ClientSession) map[string]any {
+func readStats(t tester, cs *mcp.ClientSession) map[string]any {
 	t.Helper()
-	res, err := cs.ReadResource(timeout(t), &mcp.ReadResourceParams{URI: "elicitd://stats"})
+	ctx, cancel := context.WithTimeout(context.Background(), failsafe)
+	defer cancel()
+	res, err := cs.ReadResource(ctx, &mcp.ReadResourceParams{URI: "elicitd://stats"})
 	require.NoError(t, err)
 	require.Len(t, res.Contents, 1)
 	var stats map[string]any

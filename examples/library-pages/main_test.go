@@ -55,7 +55,7 @@ func TestAccountIsConnectedThroughThePageInBothEras(t *testing.T) {
 					require.NoError(t, err)
 					require.Equal(t, http.StatusOK, status)
 				}))
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), time.Minute) // a failsafe, as the other examples' tests
 			defer cancel()
 			res := u.Call(ctx, "connect_account", map[string]any{})
 			p, err := elicittest.Payload(res)

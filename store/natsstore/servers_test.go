@@ -16,12 +16,27 @@ import (
 	"github.com/nats-io/nats-server/v2/server"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/natsstore"
 	"github.com/elicitd/elicitd/store/natsstore/natstest"
 	"github.com/elicitd/elicitd/store/storetest"
+)
+
+// Bounds for a slow, loaded machine (2 cores running the whole suite, the race detector
+// on): a test waits for the state it needs, and only one that never comes fails it.
+const (
+	// failsafe bounds a wait for something that takes a moment (a reconnect, a leader
+	// election, a cluster's first buckets) or should not happen at all.
+	failsafe = 60 * time.Second
+	// opTimeout bounds each call of a store that is up: the default (5 s) is a production
+	// bound, and a cluster on a loaded test machine has taken longer to answer one.
+	opTimeout = 30 * time.Second
+	// schedSlack is how late a call bounded by its context may return past it on a loaded
+	// machine: the timer's goroutine and the caller's waiting to be scheduled.
+	schedSlack = 3 * time.Second
 )
 
 // swappable is an in-process connection provider whose server can be replaced: the
@@ -88,7 +103,7 @@ func TestServerDownThenRestarted(t *testing.T) {
 	require.NoError(t, err)
 	defer nc.Close()
 	ctx := context.Background()
-	s, err := natsstore.Open(ctx, nc, natsstore.Options{MarkerTTL: time.Second})
+	s, err := natsstore.Open(ctx, nc, natsstore.Options{MarkerTTL: time.Second, OpTimeout: opTimeout})
 	require.NoError(t, err)
 	defer s.Close()
 
@@ -106,16 +121,19 @@ func TestServerDownThenRestarted(t *testing.T) {
 
 	p.srv.Shutdown()
 	p.set(nil)
-	// Before the client has noticed, a call may wait for its answer: its context bounds it.
+	// Before the client has noticed, a call may wait for its answer: its context bounds it,
+	// give or take a loaded machine's scheduling (schedSlack), short of the 5 s JetStream's
+	// own requests wait (and of this store's opTimeout).
 	const bound = time.Second
 	bctx, cancel := context.WithTimeout(context.Background(), bound)
 	start := time.Now()
 	_, err = s.Get(bctx, "alice", r.ID)
 	cancel()
 	require.ErrorIs(t, err, store.ErrUnavailable)
-	require.Less(t, time.Since(start), bound+250*time.Millisecond)
-	// Once it has, every call fails at once.
-	require.Eventually(t, func() bool { return nc.Status() != nats.CONNECTED }, 5*time.Second, 5*time.Millisecond)
+	require.Less(t, time.Since(start), bound+schedSlack)
+	// Once it has, every call fails at once: long before its context (failsafe) would end
+	// it, so far that no load makes the one look like the other.
+	require.Eventually(t, func() bool { return nc.Status() != nats.CONNECTED }, failsafe, 5*time.Millisecond)
 	calls := map[string]func(context.Context) error{
 		"create": func(ctx context.Context) error {
 			_, err := s.Create(ctx, storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour)))
@@ -132,13 +150,14 @@ func TestServerDownThenRestarted(t *testing.T) {
 		"delete files": func(ctx context.Context) error { return s.DeleteFiles(ctx, r.ID) },
 	}
 	for name, call := range calls {
-		ctx, cancel := context.WithTimeout(context.Background(), bound)
+		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 		start := time.Now()
 		err := call(ctx)
 		took := time.Since(start)
 		cancel()
 		require.ErrorIs(t, err, store.ErrUnavailable, name)
-		require.Less(t, took, bound/4, "%s fails at once", name)
+		require.ErrorContains(t, err, "not connected", "%s fails at once, without asking NATS", name)
+		require.Less(t, took, failsafe/3, "%s fails at once, not at its context's end", name)
 		t.Logf("%s with the server down: %v after %v", name, err, took)
 	}
 
@@ -150,7 +169,7 @@ func TestServerDownThenRestarted(t *testing.T) {
 			t.Logf("after the restart: %v", err)
 		}
 		return err == nil
-	}, 10*time.Second, 20*time.Millisecond, "the store works again once the server is back")
+	}, failsafe, 20*time.Millisecond, "the store works again once the server is back")
 	got, err := s.Get(ctx, "alice", r.ID)
 	require.NoError(t, err)
 	sameRecord(t, r, got)
@@ -168,7 +187,7 @@ func TestServerDownThenRestarted(t *testing.T) {
 	require.Eventually(t, func() bool {
 		_, err := s.Create(ctx, storetest.Sample("alice", short.ID, now, time.Now().Add(time.Hour)))
 		return err == nil
-	}, time.Until(short.Deadline)+6*time.Second, 50*time.Millisecond)
+	}, time.Until(short.Deadline)+failsafe, 50*time.Millisecond)
 }
 
 // A start that cannot work fails with an error that names the problem.
@@ -220,12 +239,17 @@ func startCluster(t testing.TB, n int) *cluster { return &cluster{servers: natst
 
 func (c *cluster) metaLeader() *server.Server { return natstest.MetaLeader(c.servers) }
 
-// connect opens a store with R3 buckets through server i only.
+// connect opens a store with R3 buckets through server i only; its calls are bounded by
+// opTimeout unless o says otherwise.
 func (c *cluster) connect(t testing.TB, i int, o natsstore.Options) *natsstore.Store {
 	t.Helper()
 	o.Replicas = 3
+	if o.OpTimeout == 0 {
+		o.OpTimeout = opTimeout
+	}
 	var s *natsstore.Store
 	// The first buckets of a new cluster may take a moment: peers are still being learned.
+	// A refusal meanwhile is "not yet".
 	require.Eventually(t, func() bool {
 		var err error
 		s, err = natsstore.Connect(context.Background(), natsstore.ConnectOptions{URLs: []string{c.servers[i].ClientURL()}, Name: fmt.Sprintf("via-n%d", i+1)}, o)
@@ -233,40 +257,90 @@ func (c *cluster) connect(t testing.TB, i int, o natsstore.Options) *natsstore.S
 			t.Logf("connect through n%d: %v", i+1, err)
 		}
 		return err == nil
-	}, 30*time.Second, 200*time.Millisecond)
+	}, failsafe, 200*time.Millisecond)
 	t.Cleanup(func() { _ = s.Close() })
 	return s
 }
 
-// streamLeader asks JetStream, through server i, which server leads the records' stream.
-func (c *cluster) streamLeader(t testing.TB, i int) string {
-	t.Helper()
+// streamLeader asks JetStream, through server i, which server leads the records' stream:
+// an error while it cannot tell (no leader yet, an election under way, an answer slower
+// than the ask's bound), for the caller to ask again.
+func (c *cluster) streamLeader(i int) (string, error) {
 	nc, err := nats.Connect(c.servers[i].ClientURL())
-	require.NoError(t, err)
+	if err != nil {
+		return "", err
+	}
 	defer nc.Close()
 	js, err := jetstream.New(nc)
-	require.NoError(t, err)
+	if err != nil {
+		return "", err
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer cancel()
 	st, err := js.Stream(ctx, "KV_"+natsstore.DefaultBucket)
-	require.NoError(t, err)
+	if err != nil {
+		return "", err
+	}
 	info, err := st.Info(ctx)
-	require.NoError(t, err)
-	require.NotNil(t, info.Cluster)
-	return info.Cluster.Leader
+	if err != nil {
+		return "", err
+	}
+	if info.Cluster == nil || info.Cluster.Leader == "" {
+		return "", errors.New("the records' stream has no leader")
+	}
+	return info.Cluster.Leader, nil
 }
 
-// moveStreamLeader asks the records' stream leader, through server i, to hand its
-// leadership to the server named to.
+// waitStreamLeader asks, through server i, until the records' stream has a leader, and
+// returns it: an ask that fails (an election, a slow answer) is asked again, within
+// failsafe.
+func (c *cluster) waitStreamLeader(t testing.TB, i int) string {
+	t.Helper()
+	var leader string
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		l, err := c.streamLeader(i)
+		require.NoError(collect, err, "the records' stream leader, asked through n%d", i+1)
+		leader = l
+	}, failsafe, 100*time.Millisecond)
+	return leader
+}
+
+// moveStreamLeader hands the records' stream leadership to the server named to, asking
+// through server i, and returns once that server leads. A step-down request can fail or
+// elect another server (an election is under way, the request timed out on a loaded
+// machine): it is asked again while another server leads, within failsafe.
 func (c *cluster) moveStreamLeader(t testing.TB, i int, to string) {
 	t.Helper()
-	nc, err := nats.Connect(c.servers[i].ClientURL())
-	require.NoError(t, err)
-	defer nc.Close()
 	req := fmt.Sprintf(`{"placement":{"preferred":%q}}`, to)
-	msg, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.KV_"+natsstore.DefaultBucket, []byte(req), 5*time.Second)
-	require.NoError(t, err)
-	require.Contains(t, string(msg.Data), `"success":true`, string(msg.Data))
+	require.EventuallyWithT(t, func(collect *assert.CollectT) {
+		leader, err := c.streamLeader(i)
+		require.NoError(collect, err, "the records' stream leader, asked through n%d", i+1)
+		if leader == to {
+			return
+		}
+		nc, err := nats.Connect(c.servers[i].ClientURL())
+		require.NoError(collect, err)
+		defer nc.Close()
+		msg, err := nc.Request("$JS.API.STREAM.LEADER.STEPDOWN.KV_"+natsstore.DefaultBucket, []byte(req), 5*time.Second)
+		require.NoError(collect, err, "step-down request")
+		assert.Fail(collect, "stepping down", "%s leads, asked to hand over to %s: %s", leader, to, msg.Data)
+	}, failsafe, time.Second, "%s leads the records' stream", to)
+}
+
+// getThroughFailover reads owner's record id, asking again while the store is unavailable
+// (a leader election, an answer slower than the attempt's bound), within failsafe: any other
+// error is the read's answer.
+func getThroughFailover(t testing.TB, s store.Store, owner, id string) (store.Record, error) {
+	t.Helper()
+	var got store.Record
+	var err error
+	require.Eventually(t, func() bool {
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		defer cancel()
+		got, err = s.Get(ctx, owner, id)
+		return !errors.Is(err, store.ErrUnavailable)
+	}, failsafe, 50*time.Millisecond, "a read of %s/%s: still unavailable", owner, id)
+	return got, err
 }
 
 // updateThroughFailover retries a compare-and-set while the store is unavailable (a
@@ -284,7 +358,7 @@ func updateThroughFailover(t testing.TB, s store.Store, r store.Record, within t
 		case err == nil:
 			return rev
 		case errors.Is(err, store.ErrConflict) && unknown:
-			got, gerr := s.Get(context.Background(), r.Owner, r.ID)
+			got, gerr := getThroughFailover(t, s, r.Owner, r.ID)
 			require.NoError(t, gerr)
 			require.Equal(t, r.Claimed, got.Claimed, "a conflict after an unknown outcome: the write landed")
 			return got.Revision
@@ -334,7 +408,7 @@ func TestCluster(t *testing.T) {
 		require.Eventually(t, func() bool {
 			got, err := s.Get(ctx, "alice", r.ID)
 			return err == nil && got.Revision == rev3
-		}, 5*time.Second, 20*time.Millisecond, "n%d reads the last write", i+1)
+		}, failsafe, 20*time.Millisecond, "n%d reads the last write", i+1)
 	}
 
 	// 51 racers on one revision, spread over the three nodes: one wins.
@@ -373,15 +447,12 @@ func TestCluster(t *testing.T) {
 			}
 		}
 		return true
-	}, 5*time.Second, 20*time.Millisecond, "every node has the claimed round")
+	}, failsafe, 20*time.Millisecond, "every node has the claimed round")
 
 	// Put the stream's leadership on the meta leader, and shut that server down.
 	meta := c.metaLeader()
 	require.NotNil(t, meta)
-	if c.streamLeader(t, 0) != meta.Name() {
-		c.moveStreamLeader(t, 0, meta.Name())
-		require.Eventually(t, func() bool { return c.streamLeader(t, 0) == meta.Name() }, 10*time.Second, 50*time.Millisecond)
-	}
+	c.moveStreamLeader(t, 0, meta.Name())
 	victim := -1
 	for i, s := range c.servers {
 		if s == meta {
@@ -401,23 +472,16 @@ func TestCluster(t *testing.T) {
 
 	// Reads fail too (ErrUnavailable) until the survivors have a stream leader again.
 	for _, i := range survivors {
-		var got store.Record
-		require.Eventually(t, func() bool {
-			var err error
-			got, err = stores[i].Get(ctx, "alice", r.ID)
-			if err != nil {
-				require.ErrorIs(t, err, store.ErrUnavailable)
-			}
-			return err == nil
-		}, 30*time.Second, 50*time.Millisecond, "the claimed round, read through n%d", i+1)
+		got, err := getThroughFailover(t, stores[i], "alice", r.ID)
+		require.NoError(t, err, "the claimed round, read through n%d", i+1)
 		sameRecord(t, claimed, got)
 		t.Logf("first read through n%d after the leader went: %v", i+1, time.Since(down))
 	}
 	next := claim(claimed, now)
-	rev := updateThroughFailover(t, stores[survivors[0]], next, 30*time.Second)
+	rev := updateThroughFailover(t, stores[survivors[0]], next, failsafe)
 	t.Logf("first compare-and-set through n%d after the leader went: %v", survivors[0]+1, time.Since(down))
 	require.Greater(t, rev, claimed.Revision)
-	newLeader := c.streamLeader(t, survivors[1])
+	newLeader := c.waitStreamLeader(t, survivors[1])
 	require.NotEqual(t, meta.Name(), newLeader)
 	t.Logf("new stream leader %s, meta leader %v", newLeader, c.metaLeader() != nil)
 	// The stale revision loses through the other survivor.
@@ -433,7 +497,7 @@ func TestCluster(t *testing.T) {
 	require.Eventually(t, func() bool {
 		got, err := stores[victim].Get(ctx, "alice", r.ID)
 		return err == nil && got.Revision == rev
-	}, 10*time.Second, 50*time.Millisecond, "the victim's store fails over")
+	}, failsafe, 50*time.Millisecond, "the victim's store fails over")
 
 	// Quorum lost: writes fail closed, within their bound.
 	second := c.servers[survivors[1]]
@@ -442,12 +506,13 @@ func TestCluster(t *testing.T) {
 	last := stores[survivors[0]]
 	after := claim(claim(claimed, now), now)
 	after.Revision = rev
-	cctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	const bound = 2 * time.Second
+	cctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	t0 := time.Now()
 	_, err = last.Update(cctx, after)
 	require.ErrorIs(t, err, store.ErrUnavailable, "no write without a quorum")
-	require.Less(t, time.Since(t0), 3*time.Second)
+	require.Less(t, time.Since(t0), bound+schedSlack, "the write fails closed within its context's bound")
 	t.Logf("compare-and-set without a quorum: %v after %v", err, time.Since(t0))
 	_, err = last.Get(ctx, "alice", r.ID)
 	t.Logf("read without a quorum: %v", err)
@@ -494,7 +559,7 @@ func TestGetLatestSeesTheLastAcknowledgedWrite(t *testing.T) {
 		// A purge at the revision an update just returned was once refused on R3 as a
 		// mismatch (a CI run), though the leader said the record was at that revision: not
 		// what this test is about, so the delete is tried again until it lands.
-		require.Eventually(t, func() bool { return w.Delete(ctx, "alice", r.ID, rev) == nil }, 5*time.Second, 20*time.Millisecond, "deleted")
+		require.Eventually(t, func() bool { return w.Delete(ctx, "alice", r.ID, rev) == nil }, failsafe, 20*time.Millisecond, "deleted")
 		_, err = rd.GetLatest(ctx, "alice", r.ID)
 		require.ErrorIs(t, err, store.ErrNotFound, "deleted")
 	}
@@ -527,7 +592,7 @@ func TestListSeesTheLastAcknowledgedWrite(t *testing.T) {
 		require.NoError(t, err)
 		require.Len(t, got, 1, "round %d: listed after the update", n)
 		require.Equal(t, rev, got[0].Revision, "round %d: the update's revision", n)
-		require.Eventually(t, func() bool { return w.Delete(ctx, owner, r.ID, rev) == nil }, 5*time.Second, 20*time.Millisecond, "deleted")
+		require.Eventually(t, func() bool { return w.Delete(ctx, owner, r.ID, rev) == nil }, failsafe, 20*time.Millisecond, "deleted")
 		got, err = rd.List(ctx, owner)
 		require.NoError(t, err)
 		require.Empty(t, got, "round %d: not listed once deleted", n)
@@ -546,7 +611,7 @@ func TestAWriteRefusedForOneInProcessIsNotAConflict(t *testing.T) {
 	t.Parallel()
 	c := startCluster(t, 3)
 	first := c.connect(t, 0, natsstore.Options{})
-	leader := c.streamLeader(t, 0)
+	leader := c.waitStreamLeader(t, 0)
 	li := slices.IndexFunc(c.servers, func(s *server.Server) bool { return s.Name() == leader })
 	require.GreaterOrEqual(t, li, 0, "the leader %s is one of the servers", leader)
 	s := c.connect(t, li, natsstore.Options{OpTimeout: time.Second})

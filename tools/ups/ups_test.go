@@ -176,7 +176,7 @@ func TestConcurrentCallersShareOneTokenRequest(t *testing.T) {
 	}
 	// Hold the token request while the callers pile up behind it, then let it through (also
 	// when the check fails, so a failure cannot hang the test).
-	shared := assert.Eventually(t, func() bool { return f.tokens.Load() >= 1 }, 5*time.Second, time.Millisecond)
+	shared := assert.Eventually(t, func() bool { return f.tokens.Load() >= 1 }, 30*time.Second, time.Millisecond)
 	close(f.tokenGate)
 	wg.Wait()
 	require.True(t, shared)

@@ -34,7 +34,7 @@ func TestHandlerAsksInBothEras(t *testing.T) {
 				}})
 			tr := http.DefaultTransport.(*http.Transport).Clone()
 			t.Cleanup(tr.CloseIdleConnections)
-			ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second) // a failsafe, for a loaded machine
 			defer cancel()
 			cs, err := client.Connect(ctx, &mcp.StreamableClientTransport{Endpoint: srv.URL, DisableStandaloneSSE: true,
 				HTTPClient: &http.Client{Transport: tr}}, &mcp.ClientSessionOptions{ProtocolVersion: era.version})
