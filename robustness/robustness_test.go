@@ -396,7 +396,7 @@ func (c *cluster) waitForCutEnds(bound time.Duration) {
 				ended = append(ended, e)
 			}
 		}
-		unmatched, _, _, _ := matchCuts(cuts, ended, func(key string) bool { return completed["Ada "+key] })
+		unmatched, _, _ := matchCuts(cuts, ended, func(key string) bool { return completed["Ada "+key] }, c.back)
 		if len(unmatched) == 0 {
 			return
 		}
