@@ -152,7 +152,9 @@ func TestASingleNodeRestartedTellsEachEndOnce(t *testing.T) {
 	defer close(release) // the handler left waiting when the node went; before the session closes
 	push, err := connectHTTP(t, before, "2025-11-25", "", neverAnswers(asked, release))
 	require.NoError(t, err)
-	go func() { _, _ = push.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs}) }()
+	go func() {
+		_, _ = push.CallTool(context.Background(), &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	}()
 	select {
 	case <-asked:
 	case <-time.After(failsafe):
