@@ -84,15 +84,15 @@ func tuneGC(getenv func(string) string, storeKind string) (percent int, stop fun
 	return p, keepHeadroom(p, gcHeadroom, nil)
 }
 
-// gcHeadroom is how much the heap may grow between two collections at the least, whatever
-// its live size: the collector's cost is the live heap it marks, times how often it runs,
-// and the go-sdk's garbage (a fresh 32 KiB buffer for every JSON value it decodes, some
-// 400 KiB a request) would otherwise start one every dozen calls over a live heap of a few
-// MiB (the embedded NATS server's, mostly), a third of a pull-era call's CPU at one caller.
-// Measured with BenchmarkHTTPRoundTrip (pull era, embedded store, beside bare go-sdk): CPU
-// per call 1.52x bare at one caller and 1.19x at 16 with GOGC 200 alone, 1.32x and 0.91x
-// with 64 MiB of headroom. A large live heap (many open questions) keeps GOGC's growth, and
-// the soft memory limit (tuneMemory) still bounds the whole.
+// gcHeadroom is about how much the heap may grow between two collections, whatever its live
+// size (more when GOGC gives more): the collector's cost is the live heap it marks, times how
+// often it runs, and the go-sdk's garbage (a fresh 32 KiB buffer for every JSON value it
+// decodes, some 400 KiB a request) would otherwise start one every dozen calls over a live
+// heap of a few MiB (the embedded NATS server's, mostly), a third of a pull-era call's CPU at
+// one caller. Measured with BenchmarkHTTPRoundTrip (pull era, embedded store, beside bare
+// go-sdk): CPU per call 1.52x bare at one caller and 1.19x at 16 with GOGC 200 alone, 1.32x
+// and 0.91x with the keeper. A large live heap (many open questions) keeps GOGC's growth,
+// and the soft memory limit (tuneMemory) still bounds the whole.
 const gcHeadroom = 64 << 20
 
 // keepHeadroom keeps the collector's target at base percent, or higher while the live heap is
@@ -100,21 +100,27 @@ const gcHeadroom = 64 << 20
 // the least before the next. set, if given, is told each target it sets. stop ends it.
 func keepHeadroom(base int, headroom uint64, set func(int)) (stop func()) {
 	var stopped atomic.Bool
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	// The live heap, then the stacks and globals the collector scans: GOGC is a percentage
+	// of the three together.
+	read := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	last := base
 	var arm func()
 	after := func(struct{}) { // on the runtime's cleanup goroutine, once a collection is done
 		if stopped.Load() {
 			return
 		}
-		metrics.Read(live)
-		if live[0].Value.Kind() == metrics.KindUint64 {
-			if p := headroomPercent(base, live[0].Value.Uint64(), headroom); p != last {
-				debug.SetGCPercent(p)
-				last = p
-				if set != nil {
-					set(p)
-				}
+		metrics.Read(read)
+		var b [3]uint64
+		for i, s := range read {
+			if s.Value.Kind() == metrics.KindUint64 {
+				b[i] = s.Value.Uint64()
+			}
+		}
+		if p := headroomPercent(base, b[0], b[0]+b[1]+b[2], headroom); p != last {
+			debug.SetGCPercent(p)
+			last = p
+			if set != nil {
+				set(p)
 			}
 		}
 		arm()
@@ -126,17 +132,24 @@ func keepHeadroom(base int, headroom uint64, set func(int)) (stop func()) {
 	return func() { stopped.Store(true) }
 }
 
-// headroomPercent is the GOGC that lets a heap of live bytes grow by headroom at the least
-// before its next collection, and by base percent at the least.
-func headroomPercent(base int, live, headroom uint64) int {
-	if live == 0 {
+// runtimeHeapMinimum is the Go runtime's smallest heap goal at GOGC 100; it scales with GOGC
+// (at GOGC 1600 no collection starts below 64 MiB).
+const runtimeHeapMinimum = 4 << 20
+
+// headroomPercent is the GOGC that lets a heap of live bytes grow by about headroom before
+// its next collection, and by base percent at the least. The runtime's goal for a GOGC of p
+// is live + scanned*p/100 (scanned: the live heap, stacks and globals), and never below
+// runtimeHeapMinimum*p/100: a small heap's p is bounded by the second, or the heap would
+// grow by several times headroom.
+func headroomPercent(base int, live, scanned, headroom uint64) int {
+	if live == 0 || scanned == 0 {
 		return base
 	}
-	p := headroom * 100 / live
+	p := min(headroom*100/scanned, (live+headroom)*100/runtimeHeapMinimum)
 	if p <= uint64(base) {
 		return base
 	}
-	return int(min(p, 100_000))
+	return int(p)
 }
 
 // stdioProcs is how many threads run Go code at once (GOMAXPROCS) in a stdio server: one.
