@@ -24,15 +24,26 @@ func TestTuneGCUnlessGOGCIsSet(t *testing.T) {
 		}
 	}
 	for kind, want := range map[string]int{"memory": gcPercent, "nats": gcPercent, "embedded": embeddedGCPercent} {
-		p, stop := tuneGC(env(""), kind)
+		p, stop := tuneGC(env(""), kind, true)
 		stop()
 		assert.Equal(t, want, p, kind)
 		assert.Equal(t, want, debug.SetGCPercent(100), "unset GOGC: elicitd's target for %s", kind)
 	}
-	p, stop := tuneGC(env("100"), "embedded")
+	p, stop := tuneGC(env("100"), "embedded", true)
 	stop()
 	assert.Equal(t, 100, p)
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left as the runtime read it")
+}
+
+// The headroom keeper runs over HTTP and with the embedded store; a stdio server with a store
+// outside its process collects at gcPercent alone.
+func TestKeepsHeadroom(t *testing.T) {
+	for _, kind := range []string{"memory", "embedded", "nats"} {
+		assert.True(t, keepsHeadroom(kind, true), "HTTP, %s", kind)
+	}
+	assert.True(t, keepsHeadroom("embedded", false), "stdio, embedded")
+	assert.False(t, keepsHeadroom("memory", false), "stdio, memory")
+	assert.False(t, keepsHeadroom("nats", false), "stdio, nats")
 }
 
 // The target lets the heap grow by about the headroom, and by the base percent at the least.
