@@ -400,6 +400,9 @@ func (c *call) saveEnd(r result) error {
 	if fenced, stopped := c.endState(r); fenced || stopped || over || !c.recorded() {
 		return nil
 	}
+	// Encoding the record takes the handler's goroutine (begin), here two frames deep, to
+	// 16 KiB some twenty frames down.
+	stack.Grow16K()
 	return c.recordEnd(context.Background(), r)
 }
 
