@@ -20,6 +20,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/internal/stack"
 )
 
 // callKey carries the *call of a handler's context.
@@ -189,6 +190,9 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, o toolOpt
 	defer done()
 	if req.ProtocolVersion() < PullEra {
 		c := &call{el: el, req: req, owner: el.Owner(req)}
+		// The SDK's goroutine: asking takes it to 16 KiB before it waits, and here it is
+		// half as deep as where it would grow.
+		stack.Grow16K()
 		return start(context.WithValue(ctx, callKey{}, c))
 	}
 	if el.stopping.Load() && (req.Params.RequestState == "" || el.store != nil) {
@@ -198,6 +202,9 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, o toolOpt
 		return fail(errStopping)
 	}
 	if req.Params.RequestState != "" {
+		// The SDK's goroutine: a retry that ends its call keeps the result (endedCall),
+		// whose encoding takes it to 16 KiB twice as deep as here.
+		stack.Grow16K()
 		return el.resume(ctx, req, o, start)
 	}
 	c := el.newCall(req, el.Owner(req), el.idPrefix+strconv.FormatUint(el.callSeq.Add(1), 36), o.replayable)
@@ -227,6 +234,8 @@ func (el *Elicitor) begin(ctx context.Context, c *call, start handler) {
 	el.busy.begin()
 	go func() {
 		defer el.busy.end()
+		// The handler's decoding and asking take it to 8 KiB before it waits.
+		stack.Grow8K()
 		r := start(hctx)
 		cancel(nil)
 		if c.asleep() {
@@ -391,6 +400,9 @@ func (c *call) saveEnd(r result) error {
 	if fenced, stopped := c.endState(r); fenced || stopped || over || !c.recorded() {
 		return nil
 	}
+	// Encoding the record takes the handler's goroutine (begin), here two frames deep, to
+	// 16 KiB some twenty frames down.
+	stack.Grow16K()
 	return c.recordEnd(context.Background(), r)
 }
 

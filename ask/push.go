@@ -15,6 +15,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/internal/stack"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -37,6 +38,8 @@ func (p pushPrompter) Prompt(pr elicitation.Prompt) {
 		return
 	}
 	go func() {
+		// Encoding the request takes it to 16 KiB before it waits for the reply.
+		stack.Grow16K()
 		ctx := context.WithValue(p.ctx, wireSchemaKey{}, pr.Form.WireSchema())
 		params := elicitParams(pr)
 		params.RequestedSchema = nil // attachWireSchema sends it; the SDK must not check the answer

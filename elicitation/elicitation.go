@@ -10,6 +10,7 @@ import (
 
 	"github.com/benbjohnson/clock"
 
+	"github.com/elicitd/elicitd/internal/stack"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -501,6 +502,9 @@ func (e *Elicitation) emit(errs []validator.FieldError, now time.Time) {
 // end fixes the outcome, runs the OnEnd hook and closes done: the one place an elicitation
 // reaches a terminal state.
 func (e *Elicitation) end(s State, r Reason, now time.Time) {
+	// What the end runs (onEnd: the registry's bookkeeping, a log line) takes the goroutine
+	// to 16 KiB, deep in those calls; here it is a few frames deep.
+	stack.Grow16K()
 	e.timer.Stop()
 	e.outcome.ID = e.id
 	e.outcome.Tool = e.tool

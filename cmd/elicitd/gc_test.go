@@ -24,25 +24,40 @@ func TestTuneGCUnlessGOGCIsSet(t *testing.T) {
 		}
 	}
 	for kind, want := range map[string]int{"memory": gcPercent, "nats": gcPercent, "embedded": embeddedGCPercent} {
-		p, stop := tuneGC(env(""), kind)
+		p, stop := tuneGC(env(""), kind, true)
 		stop()
 		assert.Equal(t, want, p, kind)
 		assert.Equal(t, want, debug.SetGCPercent(100), "unset GOGC: elicitd's target for %s", kind)
 	}
-	p, stop := tuneGC(env("100"), "embedded")
+	p, stop := tuneGC(env("100"), "embedded", true)
 	stop()
 	assert.Equal(t, 100, p)
 	assert.Equal(t, 100, debug.SetGCPercent(100), "GOGC set: left as the runtime read it")
 }
 
-// The target lets the heap grow by the headroom at the least, and by the base percent.
+// The headroom keeper runs over HTTP and with the embedded store; a stdio server with a store
+// outside its process collects at gcPercent alone.
+func TestKeepsHeadroom(t *testing.T) {
+	for _, kind := range []string{"memory", "embedded", "nats"} {
+		assert.True(t, keepsHeadroom(kind, true), "HTTP, %s", kind)
+	}
+	assert.True(t, keepsHeadroom("embedded", false), "stdio, embedded")
+	assert.False(t, keepsHeadroom("memory", false), "stdio, memory")
+	assert.False(t, keepsHeadroom("nats", false), "stdio, nats")
+}
+
+// The target lets the heap grow by about the headroom, and by the base percent at the least.
 func TestHeadroomPercent(t *testing.T) {
 	const mib = 1 << 20
-	assert.Equal(t, 1600, headroomPercent(200, 4*mib, 64*mib), "a small heap: 64 MiB of growth")
-	assert.Equal(t, 200, headroomPercent(200, 32*mib, 64*mib), "the base already gives as much")
-	assert.Equal(t, 200, headroomPercent(200, 1024*mib, 64*mib), "a large heap: the base")
-	assert.Equal(t, 200, headroomPercent(200, 0, 64*mib), "nothing read")
-	assert.Equal(t, 100_000, headroomPercent(200, 1, 64*mib), "bounded")
+	assert.Equal(t, 1600, headroomPercent(200, 4*mib, 4*mib, 64*mib), "a small heap: 64 MiB of growth")
+	assert.Equal(t, 800, headroomPercent(200, 4*mib, 8*mib, 64*mib), "stacks and globals count as GOGC counts them")
+	assert.Equal(t, 200, headroomPercent(200, 32*mib, 32*mib, 64*mib), "the base already gives as much")
+	assert.Equal(t, 200, headroomPercent(200, 1024*mib, 1024*mib, 64*mib), "a large heap: the base")
+	assert.Equal(t, 200, headroomPercent(200, 0, 0, 64*mib), "nothing read")
+	// A heap of 1 MiB (1.5 with stacks and globals): 64/1.5 would be GOGC 4266, whose heap
+	// minimum (4 MiB * 42.66) is 170 MiB. The minimum bounds it: (1 + 64) MiB is GOGC 1625.
+	assert.Equal(t, 1625, headroomPercent(200, 1*mib, 3*mib/2, 64*mib), "the runtime's heap minimum")
+	assert.Equal(t, 1600, headroomPercent(200, 1, 1, 64*mib), "a tiny heap: the heap minimum")
 }
 
 // After a collection, the keeper sets the target the live heap calls for; stopped, it sets

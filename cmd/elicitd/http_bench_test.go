@@ -18,8 +18,8 @@ import (
 // personAnswer is the valid answer to bare.PersonSchema every HTTP benchmark client gives.
 var personAnswer = map[string]any{"name": "Ada", "age": 36, "email": "ada@example.com"}
 
-// httpWarmUp is how many calls each server of a BenchmarkHTTPRoundTrip sub-benchmark
-// answers, per goroutine, before the clock starts: connections, the servers' first calls and
+// httpWarmUp is how many calls each server of a BenchmarkHTTPRoundTrip (or
+// BenchmarkStdioRoundTrip) sub-benchmark answers, per goroutine, before the clock starts: connections, the servers' first calls and
 // the embedded store's first writes are not measured.
 const httpWarmUp = 8
 
@@ -53,29 +53,21 @@ func BenchmarkHTTPRoundTrip(b *testing.B) {
 			for _, server := range []string{"bare", "memory", "embedded"} {
 				b.Run(fmt.Sprintf("%s/c%d/%s", era.name, conc, server), func(b *testing.B) {
 					r := startHTTPRun(b, server, era.version, conc)
-					var ref *httpRun
+					var ref *serverRun
 					if server != "bare" {
 						ref = startHTTPRun(b, "bare", era.version, conc)
 					}
-					timeHTTPRuns(b, conc, r, ref)
-					b.ReportMetric(r.callsPerSecond(), "calls/s")
-					b.ReportMetric(r.cpuPerCall().Seconds()*1e6, "server-cpu-us/call")
-					if ref == nil {
-						return
-					}
-					b.ReportMetric(r.callsPerSecond()/ref.callsPerSecond(), "x-bare")
-					if ref.cpuPerCall() > 0 { // 0: no CPU-time clock to read (not Linux)
-						b.ReportMetric(r.cpuPerCall().Seconds()/ref.cpuPerCall().Seconds(), "cpu-x-bare")
-					}
+					timeServerRuns(b, conc, r, ref)
+					r.report(b, ref)
 				})
 			}
 		}
 	}
 }
 
-// httpRun is a server process of BenchmarkHTTPRoundTrip with its answering client session,
-// and what its batches measured.
-type httpRun struct {
+// serverRun is a server process of BenchmarkHTTPRoundTrip or BenchmarkStdioRoundTrip with
+// its answering client session, and what its batches measured.
+type serverRun struct {
 	*implRun
 	asked *atomic.Int64 // elicitations the client has answered since the warm-up
 }
@@ -83,13 +75,11 @@ type httpRun struct {
 // startHTTPRun starts server, connects one client session speaking version to it, and warms
 // them up with httpWarmUp calls from each of conc goroutines. Its call fails unless the call
 // completes with the answer. Server and session end when b does.
-func startHTTPRun(b *testing.B, server, version string, conc int) *httpRun {
+func startHTTPRun(b *testing.B, server, version string, conc int) *serverRun {
 	common := []string{"--rate", "0", "--max-live", "100000", "--log-level", "error"}
-	tool, args := "ask_user", map[string]any{"message": "Who?", "schema": bare.PersonSchema}
 	var s *httpServer
 	switch server {
 	case "bare":
-		tool, args = "ask_person", nil
 		s = startListening(b, bareBinary(b), nil)
 	case "memory":
 		s = startQuiet(b, append(common, "--store", "memory"))
@@ -99,8 +89,21 @@ func startHTTPRun(b *testing.B, server, version string, conc int) *httpRun {
 		b.Fatalf("no server %q", server)
 	}
 	cs, asked := answeringHTTPSession(b, s, version, conc)
-	pid := s.cmd.Process.Pid
-	r := &httpRun{asked: asked, implRun: &implRun{
+	return warmedUpRun(b, server, cs, asked, s.cmd.Process.Pid, conc)
+}
+
+// warmedUpRun is server's run over the session cs, whose client counts the elicitations it
+// answers in asked, pid the server's process: it asks ask_person of the bare server and
+// ask_user with bare.PersonSchema of elicitd, and fails a call unless it completes with the
+// answer. It makes httpWarmUp calls from each of conc goroutines before it returns, and
+// checks each was asked once.
+func warmedUpRun(b *testing.B, server string, cs *mcp.ClientSession, asked *atomic.Int64, pid, conc int) *serverRun {
+	b.Helper()
+	tool, args := "ask_user", map[string]any{"message": "Who?", "schema": bare.PersonSchema}
+	if server == "bare" {
+		tool, args = "ask_person", nil
+	}
+	r := &serverRun{asked: asked, implRun: &implRun{
 		impl: server,
 		cpu:  func() time.Duration { return processCPU(pid) },
 		call: func() error {
@@ -126,24 +129,38 @@ func startHTTPRun(b *testing.B, server, version string, conc int) *httpRun {
 }
 
 // checkAsked fails b unless the client answered exactly one elicitation per call measured.
-func (r *httpRun) checkAsked(b *testing.B) {
+func (r *serverRun) checkAsked(b *testing.B) {
 	if n := r.asked.Load(); n != int64(len(r.lat)) {
 		b.Fatalf("%s: %d elicitations for %d calls", r.impl, n, len(r.lat))
 	}
 }
 
-func (r *httpRun) callsPerSecond() float64 { return float64(len(r.lat)) / r.busy.Seconds() }
+func (r *serverRun) callsPerSecond() float64 { return float64(len(r.lat)) / r.busy.Seconds() }
 
-func (r *httpRun) cpuPerCall() time.Duration { return r.serverCPU / time.Duration(len(r.lat)) }
+func (r *serverRun) cpuPerCall() time.Duration { return r.serverCPU / time.Duration(len(r.lat)) }
 
-// timeHTTPRuns makes b.N calls to r from conc goroutines with the clock running, and as
+// report adds r's calls/s and server-cpu-us/call to b's metrics, and when ref (the bare
+// server r took turns with) is not nil, x-bare and cpu-x-bare.
+func (r *serverRun) report(b *testing.B, ref *serverRun) {
+	b.ReportMetric(r.callsPerSecond(), "calls/s")
+	b.ReportMetric(r.cpuPerCall().Seconds()*1e6, "server-cpu-us/call")
+	if ref == nil {
+		return
+	}
+	b.ReportMetric(r.callsPerSecond()/ref.callsPerSecond(), "x-bare")
+	if ref.cpuPerCall() > 0 { // 0: no CPU-time clock to read (not Linux)
+		b.ReportMetric(r.cpuPerCall().Seconds()/ref.cpuPerCall().Seconds(), "cpu-x-bare")
+	}
+}
+
+// timeServerRuns makes b.N calls to r from conc goroutines with the clock running, and as
 // many to ref (when not nil) with it stopped, the two taking turns in batches.
-func timeHTTPRuns(b *testing.B, conc int, r, ref *httpRun) {
+func timeServerRuns(b *testing.B, conc int, r, ref *serverRun) {
 	size := 8 * conc
 	b.ResetTimer()
 	for round := 0; round*size < b.N; round++ {
 		n := min(size, b.N-round*size)
-		turns := []*httpRun{r, ref}
+		turns := []*serverRun{r, ref}
 		if round%2 == 1 {
 			turns[0], turns[1] = ref, r
 		}
@@ -169,6 +186,16 @@ func timeHTTPRuns(b *testing.B, conc int, r, ref *httpRun) {
 	}
 }
 
+// answeringClient is a go-sdk client that answers every elicitation at once with
+// personAnswer, counting them in asked.
+func answeringClient(name string, asked *atomic.Int64) *mcp.Client {
+	return mcp.NewClient(&mcp.Implementation{Name: name, Version: "1"}, &mcp.ClientOptions{
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: personAnswer}, nil
+		}})
+}
+
 // answeringHTTPSession connects a go-sdk client speaking version to s over Streamable HTTP,
 // which answers every elicitation at once with personAnswer and counts them in asked. Its
 // HTTP transport keeps up to two idle connections per goroutine (a push-era call has its own
@@ -177,11 +204,7 @@ func timeHTTPRuns(b *testing.B, conc int, r, ref *httpRun) {
 func answeringHTTPSession(b *testing.B, s *httpServer, version string, conc int) (*mcp.ClientSession, *atomic.Int64) {
 	b.Helper()
 	asked := new(atomic.Int64)
-	client := mcp.NewClient(&mcp.Implementation{Name: "bench-http", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			asked.Add(1)
-			return &mcp.ElicitResult{Action: "accept", Content: personAnswer}, nil
-		}})
+	client := answeringClient("bench-http", asked)
 	tr := http.DefaultTransport.(*http.Transport).Clone()
 	tr.MaxIdleConnsPerHost = 2 * conc
 	ctx, cancel := context.WithTimeout(context.Background(), failsafe)

@@ -69,8 +69,8 @@ const (
 
 // tuneGC sets the collector's target for the store kind (gcPercent, embeddedGCPercent)
 // unless GOGC is set, and returns the target in force; stop ends the headroom keeper it
-// starts then (keepHeadroom with gcHeadroom).
-func tuneGC(getenv func(string) string, storeKind string) (percent int, stop func()) {
+// starts then (keepHeadroom with gcHeadroom) where keepsHeadroom says so.
+func tuneGC(getenv func(string) string, storeKind string, overHTTP bool) (percent int, stop func()) {
 	if getenv("GOGC") != "" {
 		prev := debug.SetGCPercent(-1)
 		debug.SetGCPercent(prev)
@@ -81,18 +81,36 @@ func tuneGC(getenv func(string) string, storeKind string) (percent int, stop fun
 		p = embeddedGCPercent
 	}
 	debug.SetGCPercent(p)
+	if !keepsHeadroom(storeKind, overHTTP) {
+		return p, func() {}
+	}
 	return p, keepHeadroom(p, gcHeadroom, nil)
 }
 
-// gcHeadroom is how much the heap may grow between two collections at the least, whatever
-// its live size: the collector's cost is the live heap it marks, times how often it runs,
-// and the go-sdk's garbage (a fresh 32 KiB buffer for every JSON value it decodes, some
-// 400 KiB a request) would otherwise start one every dozen calls over a live heap of a few
-// MiB (the embedded NATS server's, mostly), a third of a pull-era call's CPU at one caller.
-// Measured with BenchmarkHTTPRoundTrip (pull era, embedded store, beside bare go-sdk): CPU
-// per call 1.52x bare at one caller and 1.19x at 16 with GOGC 200 alone, 1.32x and 0.91x
-// with 64 MiB of headroom. A large live heap (many open questions) keeps GOGC's growth, and
-// the soft memory limit (tuneMemory) still bounds the whole.
+// keepsHeadroom says whether a server keeps gcHeadroom: over HTTP, and with the embedded
+// store. A stdio server with another store has a live heap of about a MiB, which gcPercent
+// already lets grow to 16 MiB (the runtime's heap minimum at 400) and whose marking is cheap
+// (under a millisecond every hundred-odd calls); 64 MiB more would be fresh pages to fault in
+// for every call's garbage until the heap has been round once, and they are most of a short
+// session's calls. Measured with the peers driver (stdio, memory store, 3000 calls a
+// process, CPU per call by perf stat): with the keeper 266-286 us pull and 145-195 us push at
+// one caller, 181-189 and 104-109 at 16, 5.9 page faults a call; without, 250-263 and
+// 144-181, 172-198 and 91-94, 1.4 page faults. With the embedded store the keeper is the
+// cheaper (pull, one caller: 362-406 us against 383-420 at GOGC 200; 16 callers: 245-287
+// against 278-292).
+func keepsHeadroom(storeKind string, overHTTP bool) bool {
+	return overHTTP || storeKind == "embedded"
+}
+
+// gcHeadroom is about how much the heap may grow between two collections, whatever its live
+// size (more when GOGC gives more): the collector's cost is the live heap it marks, times how
+// often it runs, and the go-sdk's garbage (a fresh 32 KiB buffer for every JSON value it
+// decodes, some 400 KiB a request) would otherwise start one every dozen calls over a live
+// heap of a few MiB (the embedded NATS server's, mostly), a third of a pull-era call's CPU at
+// one caller. Measured with BenchmarkHTTPRoundTrip (pull era, embedded store, beside bare
+// go-sdk): CPU per call 1.52x bare at one caller and 1.19x at 16 with GOGC 200 alone, 1.32x
+// and 0.91x with the keeper. A large live heap (many open questions) keeps GOGC's growth,
+// and the soft memory limit (tuneMemory) still bounds the whole.
 const gcHeadroom = 64 << 20
 
 // keepHeadroom keeps the collector's target at base percent, or higher while the live heap is
@@ -100,21 +118,27 @@ const gcHeadroom = 64 << 20
 // the least before the next. set, if given, is told each target it sets. stop ends it.
 func keepHeadroom(base int, headroom uint64, set func(int)) (stop func()) {
 	var stopped atomic.Bool
-	live := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
+	// The live heap, then the stacks and globals the collector scans: GOGC is a percentage
+	// of the three together.
+	read := []metrics.Sample{{Name: "/gc/heap/live:bytes"}, {Name: "/gc/scan/stack:bytes"}, {Name: "/gc/scan/globals:bytes"}}
 	last := base
 	var arm func()
 	after := func(struct{}) { // on the runtime's cleanup goroutine, once a collection is done
 		if stopped.Load() {
 			return
 		}
-		metrics.Read(live)
-		if live[0].Value.Kind() == metrics.KindUint64 {
-			if p := headroomPercent(base, live[0].Value.Uint64(), headroom); p != last {
-				debug.SetGCPercent(p)
-				last = p
-				if set != nil {
-					set(p)
-				}
+		metrics.Read(read)
+		var b [3]uint64
+		for i, s := range read {
+			if s.Value.Kind() == metrics.KindUint64 {
+				b[i] = s.Value.Uint64()
+			}
+		}
+		if p := headroomPercent(base, b[0], b[0]+b[1]+b[2], headroom); p != last {
+			debug.SetGCPercent(p)
+			last = p
+			if set != nil {
+				set(p)
 			}
 		}
 		arm()
@@ -126,17 +150,24 @@ func keepHeadroom(base int, headroom uint64, set func(int)) (stop func()) {
 	return func() { stopped.Store(true) }
 }
 
-// headroomPercent is the GOGC that lets a heap of live bytes grow by headroom at the least
-// before its next collection, and by base percent at the least.
-func headroomPercent(base int, live, headroom uint64) int {
-	if live == 0 {
+// runtimeHeapMinimum is the Go runtime's smallest heap goal at GOGC 100; it scales with GOGC
+// (at GOGC 1600 no collection starts below 64 MiB).
+const runtimeHeapMinimum = 4 << 20
+
+// headroomPercent is the GOGC that lets a heap of live bytes grow by about headroom before
+// its next collection, and by base percent at the least. The runtime's goal for a GOGC of p
+// is live + scanned*p/100 (scanned: the live heap, stacks and globals), and never below
+// runtimeHeapMinimum*p/100: a small heap's p is bounded by the second, or the heap would
+// grow by several times headroom.
+func headroomPercent(base int, live, scanned, headroom uint64) int {
+	if live == 0 || scanned == 0 {
 		return base
 	}
-	p := headroom * 100 / live
+	p := min(headroom*100/scanned, (live+headroom)*100/runtimeHeapMinimum)
 	if p <= uint64(base) {
 		return base
 	}
-	return int(min(p, 100_000))
+	return int(p)
 }
 
 // stdioProcs is how many threads run Go code at once (GOMAXPROCS) in a stdio server: one.
@@ -204,7 +235,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 		fmt.Fprintf(stdout, "elicitd %s (MCP %s)\n", version, strings.Join(mcp.SupportedProtocolVersions(), ", "))
 		return 0
 	}
-	_, stopGC := tuneGC(getenv, cfg.store.kind)
+	_, stopGC := tuneGC(getenv, cfg.store.kind, cfg.http.addr != "")
 	defer stopGC()
 	tuneMemory(getenv, cfg.memoryLimit)
 	// Everything written to stderr from here on goes through one buffer, in order.

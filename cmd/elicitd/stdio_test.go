@@ -132,6 +132,17 @@ var frameCorpus = []string{
 	`{"jsonrpc":"2.0","id":1,"method":"ping","params":` + strings.Repeat(`[`, 1000) + strings.Repeat(`]`, 1000) + `}`,
 	`{"jsonrpc":"2.0","id":1,"method":"ping","params":"` + strings.Repeat(`[`, 2000) + `"}`,
 	`{"jsonrpc":"2.0","id":1,"result":{"s":"\u00e9\n"}}`,
+	// What decodeFrame reads itself: white space around members, escaped keys and values,
+	// members of every kind of value before and after the ones it reads.
+	" { \"jsonrpc\" : \"2.0\" ,\t\"id\"\n:\r7 , \"method\" : \"ping\" , \"params\" : [ 1 , { } ] } ",
+	`{"j\u0073onrpc":"2.0","\u0069d":1,"meth\u006fd":"p\u0069ng"}`,
+	`{"jsonrpc":"2\u002e0","id":1,"method":"a\"b"}`,
+	`{"jsonrpc":"2.0","id":"\u00e9","method":"\ud83d\ude00"}`,
+	`{"jsonrpc":"2.0","a":true,"b":false,"c":null,"d":-1.5e+3,"e":"}","f":[{"]":"["}],"id":1,"result":0}`,
+	`{"jsonrpc":"2.0","id":1,"result":{},"result":null,"error":{"code":1,"message":"x"}}`,
+	`{"jsonrpc":"2.0","id":1,"error":{"code":1,"message":"x"},"error":null,"result":{}}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","params":{"k":"v"},"params":null}`,
+	`{"jsonrpc":"2.0","id":1,"method":"x","Method":"y","METHOD":"z"}`,
 }
 
 // decodeFrame accepts and refuses what the SDK's decoder does, and decodes to the same
