@@ -96,6 +96,7 @@ var faults = []fault{
 		n := c.nodes[c.rng.IntN(len(c.nodes))]
 		n.signal(syscall.SIGKILL)
 		require.True(c.t, n.wait(30*time.Second), "node %d dies on SIGKILL", n.i)
+		c.px.drop(c.t, n.i)
 		time.Sleep(hold / 4)
 		n.start(c.t)
 	}},
@@ -105,6 +106,7 @@ var faults = []fault{
 		for _, n := range c.nodes {
 			n.signal(syscall.SIGTERM)
 			require.True(c.t, n.wait(30*time.Second), "node %d stops on SIGTERM", n.i)
+			c.px.drop(c.t, n.i)
 			n.start(c.t)
 			time.Sleep(time.Second)
 		}
