@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -110,19 +109,7 @@ func everyEndGivesOneEvent(t *testing.T, overHTTP bool, st string) {
 		}
 		// Each question's event went out once, and nothing more comes: the stats count as
 		// many deliveries as questions ended, once the last is delivered.
-		var hooks map[string]any
-		require.Eventually(t, func() bool {
-			res, err := cs.ReadResource(timeout(t), &mcp.ReadResourceParams{URI: "elicitd://stats"})
-			if err != nil || len(res.Contents) != 1 {
-				return false
-			}
-			var stats map[string]any
-			if json.Unmarshal([]byte(res.Contents[0].Text), &stats) != nil {
-				return false
-			}
-			hooks, _ = stats["webhooks"].(map[string]any)
-			return hooks["delivered"] == float64(told)
-		}, failsafe, 10*time.Millisecond, "%s era: the stats count every delivery: %v", era.name, hooks)
+		waitDelivered(t, cs, told)
 	}
 	n := r.deliveries()
 	assert.Len(t, n, 6, "one event per question: three in each era")
@@ -175,24 +162,24 @@ func TestASingleNodeRestartedTellsEachEndOnce(t *testing.T) {
 	assert.NotContains(t, after.stderr.String(), "is told again", "the end was kept when it was told")
 	cs, err := connectHTTP(t, after, "", "", nil)
 	require.NoError(t, err)
-	// The new process delivered one event, the timeout: the end told again was a duplicate.
+	// The new process delivered one event, the timeout: no end was told again.
 	// Its deliveries are counted once the receiver has answered them.
-	var hooks map[string]any
-	require.Eventually(t, func() bool {
-		res, err := cs.ReadResource(timeout(t), &mcp.ReadResourceParams{URI: "elicitd://stats"})
-		if err != nil || len(res.Contents) != 1 {
-			return false
-		}
-		var stats map[string]any
-		if json.Unmarshal([]byte(res.Contents[0].Text), &stats) != nil {
-			return false
-		}
-		hooks, _ = stats["webhooks"].(map[string]any)
-		return hooks["delivered"] == float64(1)
-	}, failsafe, 10*time.Millisecond, "%v", hooks)
+	waitDelivered(t, cs, 1)
 	n := r.deliveries()
 	assert.Len(t, n, 2, "two questions, two events")
 	for id, k := range n {
 		assert.Equal(t, 1, k, "event %s delivered once", id)
 	}
+}
+
+// waitDelivered waits until the stats of the server cs is on count n webhook deliveries (a
+// delivery is counted once its receiver's answer is read, a moment after the receiver has
+// the event).
+func waitDelivered(t *testing.T, cs *mcp.ClientSession, n int) {
+	t.Helper()
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		stats := readStats(c, cs)
+		hooks, _ := stats["webhooks"].(map[string]any)
+		assert.Equal(c, float64(n), hooks["delivered"], "the stats count every delivery: %v", stats)
+	}, failsafe, 10*time.Millisecond)
 }
