@@ -204,6 +204,12 @@ func (b *outbox) Next(ctx context.Context) (store.Delivery, error) {
 		// The server ends the pull after wait (408), and the client then: the pull's end is
 		// what ends the batch, never the client alone.
 		batch, err := b.cons.Fetch(1, jetstream.FetchMaxWait(wait))
+		if errors.Is(err, nats.ErrNoResponders) {
+			if err := leaderless(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if err != nil {
 			return nil, fmt.Errorf("store: outbox %s: %w", b.o.Name, classify(err))
 		}
@@ -234,10 +240,31 @@ func (b *outbox) Next(ctx context.Context) (store.Delivery, error) {
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}
+		if errors.Is(ferr, nats.ErrNoResponders) {
+			if err := leaderless(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
 		if ferr != nil && !errors.Is(ferr, context.DeadlineExceeded) && !errors.Is(ferr, jetstream.ErrNoMessages) &&
 			!errors.Is(ferr, nats.ErrTimeout) {
 			return nil, fmt.Errorf("store: outbox %s: %w", b.o.Name, classify(ferr))
 		}
+	}
+}
+
+// leaderless waits before a pull that no consumer answered ("no responders": one just made,
+// or moving, whose leader is not elected yet, or one deleted that a node makes again as it
+// opens the outbox) is tried again, as Add waits before it publishes again; ctx's error if
+// ctx ends first.
+func leaderless(ctx context.Context) error {
+	t := time.NewTimer(outboxPubRetryWait)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }
 

@@ -5,8 +5,11 @@ import (
 	"fmt"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/elicitd/elicitd/store"
@@ -62,4 +65,45 @@ func TestOutboxContractOnCluster(t *testing.T) {
 		nodes = append(nodes, c.connect(t, i, natsstore.Options{Limits: outboxLimits}))
 	}
 	storetest.RunOutbox(t, outboxFactory(nodes))
+}
+
+// A pull that no consumer answers ("no responders": on a cluster, a consumer just made or
+// moving whose leader is not elected yet) is tried again until ctx ends: Next hands out
+// the event once the consumer answers. A CI run's contract test failed at once with "no
+// responders" on a cluster's freshly opened outbox.
+func TestOutboxNextRidesOutNoResponders(t *testing.T) {
+	srv := startServer(t, t.TempDir())
+	t.Cleanup(srv.Shutdown)
+	nc, err := nats.Connect("", append(natsstore.ClientOptions("node-1"), nats.InProcessServer(srv))...)
+	require.NoError(t, err)
+	t.Cleanup(nc.Close)
+	s, err := natsstore.Open(context.Background(), nc, natsstore.Options{Limits: outboxLimits})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = s.Close() })
+	o := store.OutboxOptions{Name: "gone"}
+	b, err := s.Outbox(context.Background(), o)
+	require.NoError(t, err)
+	js, err := jetstream.New(nc)
+	require.NoError(t, err)
+	stream := natsstore.OutboxStream("elicitd", "gone")
+	require.NoError(t, js.DeleteConsumer(context.Background(), stream, "gone"))
+
+	type next struct {
+		d   store.Delivery
+		err error
+	}
+	got := make(chan next, 1)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	go func() {
+		d, err := b.Next(ctx)
+		got <- next{d, err}
+	}()
+	// The consumer is made again (a node opening the outbox), and an event added.
+	again, err := s.Outbox(context.Background(), o)
+	require.NoError(t, err)
+	require.NoError(t, again.Add(context.Background(), "evt_1", []byte(`{"event":"evt_1"}`)))
+	n := <-got
+	require.NoError(t, n.err, "Next waits for the consumer, not fails")
+	assert.Equal(t, "evt_1", n.d.ID())
 }
