@@ -478,13 +478,6 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	var stop func()
 	spec.Prompter, stop = pl.way.prompter(ctx, c, q)
 	defer stop()
-	var gate *gated
-	if !c.pull && el.roster != nil && el.onEnd != nil {
-		// Its session dies with this node: its first prompt waits for the roster that lets
-		// the survivors end it then, and report its end (roster.go).
-		gate = &gated{inner: spec.Prompter, clk: el.clk, set: make(chan struct{})}
-		spec.Prompter = gate
-	}
 	if c.pull && el.pullIdle > 0 {
 		spec.Idle = el.pullIdle
 	}
@@ -528,10 +521,8 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	}
 	kept := true // its end, told (reportEnd)
 	if !c.pull && el.roster != nil {
-		w := el.roster.add(e, spec.Tool, store.OwnerDigest(c.owner), el.clk.Now(), gate != nil)
-		if gate != nil {
-			gate.open(w)
-		}
+		// Its session dies with this node: the roster lets the survivors end it then.
+		el.roster.add(e.ID(), e, spec.Tool, store.OwnerDigest(c.owner), el.clk.Now())
 		defer func() { el.roster.remove(e.ID(), kept) }()
 	}
 	if !resumed {

@@ -4,14 +4,13 @@ package ask
 // that holds it, so its questions cannot move: when the node dies they die with it. So
 // that they still end (client_gone), found by the nodes that survive, each node keeps a
 // roster in the store, one record listing its open push-era questions, written at most
-// every rosterFlush when it changed, and at least every rosterBeat. With Options.OnEnd set
-// (webhooks), whose events promise an end for every question a person was shown, a
-// question's first prompt goes out only once a roster write that lists it has landed (or
-// rosterGateWait has passed with the store out): adding it writes the roster at once, and
-// the questions added while a write is under way share the next (a group commit). Without
-// OnEnd, a question opened less than rosterFlush before its node died may go unfound: it
-// is never logged as ended, which costs nothing worth a write per question. Every
-// rosterSweep each node reads the rosters of the others; a roster whose node is not
+// every rosterFlush when it changed (a question opened less than that before its node died
+// may go unfound), and at least every rosterBeat. Holding each question's first prompt
+// until a write lists it would close that gap, but a survivor cannot tell a dead node
+// from one only cut off from NATS (both answer no responders): a question so listed at
+// once is swept client_gone while its cut-off node completes it, and its event, under the
+// same id, tells the wrong end (a 10-minute robustness run saw it). Every rosterSweep
+// each node reads the rosters of the others; a roster whose node is not
 // running (the relay answers no responders, the signal that no process serves it) has
 // its questions ended client_gone by the first survivor to delete it (compare-and-set):
 // each is logged once, and counted in the stats. No watch is opened: the rosters are
@@ -45,11 +44,8 @@ const rosterOwner = "elicitd:nodes"
 // How often a roster is written, and read.
 const (
 	rosterFlush = 100 * time.Millisecond
-	// rosterGateWait bounds how long a question's first prompt waits for the roster write
-	// that lists it: with the store out, it goes out without (and may then end unfound).
-	rosterGateWait = 2 * time.Second
-	rosterBeat     = time.Minute
-	rosterSweep    = 5 * time.Second
+	rosterBeat  = time.Minute
+	rosterSweep = 5 * time.Second
 	// rosterLife is how long a roster outlives its last write: a dead node's roster that
 	// no survivor swept (none was running) goes in the end.
 	rosterLife = 24 * time.Hour
@@ -61,11 +57,9 @@ type roster struct {
 
 	mu    sync.Mutex
 	open  map[string]rosterEntry
-	ended []rosterEntry   // removed while the node stops: left in its last roster
-	gates []chan struct{} // prompts waiting for the next write that lands
+	ended []rosterEntry // removed while the node stops: left in its last roster
 	dirty bool
 
-	kick   chan struct{} // a question was added: write now
 	rec    *store.Record // as last written
 	warned time.Time     // when a failed write was last logged
 	stop   context.CancelFunc
@@ -85,31 +79,17 @@ func (el *Elicitor) startRoster() {
 	ctx, cancel := context.WithCancel(context.Background())
 	// Written at once: a node's roster is how the others learn it has died, and take over
 	// the questions it held asleep (hibernate.go), though it never had a push-era one.
-	r := &roster{el: el, open: map[string]rosterEntry{}, dirty: true, kick: make(chan struct{}, 1), stop: cancel, done: make(chan struct{})}
+	r := &roster{el: el, open: map[string]rosterEntry{}, dirty: true, stop: cancel, done: make(chan struct{})}
 	el.roster = r
 	go r.run(ctx, el.clk)
 }
 
-// add lists the question e. With wait, it returns a channel closed once a roster write that
-// lists it has landed (gated waits for it before the question's first prompt goes out), and
-// that write is made at once; without, the next flush lists it, and add returns nil.
-func (r *roster) add(e *elicitation.Elicitation, tool, owner string, at time.Time, wait bool) <-chan struct{} {
-	var gate chan struct{}
+// add lists the question e, whose id is id.
+func (r *roster) add(id string, e *elicitation.Elicitation, tool, owner string, at time.Time) {
 	r.mu.Lock()
-	r.open[e.ID()] = rosterEntry{q: store.OpenQuestion{ID: e.ID(), Tool: tool, Owner: owner, Created: at}, e: e}
-	if wait {
-		gate = make(chan struct{})
-		r.gates = append(r.gates, gate)
-	}
+	defer r.mu.Unlock()
+	r.open[id] = rosterEntry{q: store.OpenQuestion{ID: id, Tool: tool, Owner: owner, Created: at}, e: e}
 	r.dirty = true
-	r.mu.Unlock()
-	if wait {
-		select {
-		case r.kick <- struct{}{}:
-		default: // a write is due already
-		}
-	}
-	return gate
 }
 
 // remove unlists the question id, which has ended, its end told and kept (OnEndErr) or
@@ -150,10 +130,6 @@ func (r *roster) close(asleep bool) {
 		left[en.q.ID] = en
 	}
 	r.open, r.ended = left, nil
-	for _, g := range r.gates {
-		close(g) // their questions have ended: nothing waits for them
-	}
-	r.gates = nil
 	r.mu.Unlock()
 	if asleep || len(left) > 0 {
 		if r.write(context.Background()) == nil || len(left) > 0 {
@@ -176,13 +152,6 @@ func (r *roster) run(ctx context.Context, clk clock.Clock) {
 		select {
 		case <-ctx.Done():
 			return
-		case <-r.kick:
-			r.mu.Lock()
-			due := r.dirty
-			r.mu.Unlock()
-			if due && r.write(ctx) == nil {
-				last = clk.Now()
-			}
 		case now := <-flush.C:
 			r.mu.Lock()
 			due := r.dirty || now.Sub(last) >= rosterBeat
@@ -204,8 +173,7 @@ func (r *roster) write(ctx context.Context) error {
 		open = append(open, en.q)
 	}
 	slices.SortFunc(open, func(a, b store.OpenQuestion) int { return a.Created.Compare(b.Created) })
-	gates := r.gates // the questions this write lists, waiting for it
-	r.gates, r.dirty = nil, false
+	r.dirty = false
 	r.mu.Unlock()
 	el := r.el
 	rec := store.Record{ID: el.node, Owner: rosterOwner, Era: "roster", Node: el.node, Created: el.clk.Now(),
@@ -231,7 +199,6 @@ func (r *roster) write(ctx context.Context) error {
 	if err != nil {
 		r.mu.Lock()
 		r.dirty = true // tried again at the next flush
-		r.gates = append(gates, r.gates...)
 		r.mu.Unlock()
 		if now := el.clk.Now(); !errors.Is(err, context.Canceled) && now.Sub(r.warned) >= time.Minute {
 			r.warned = now
@@ -241,9 +208,6 @@ func (r *roster) write(ctx context.Context) error {
 	}
 	rec.Revision = rev
 	r.rec = &rec
-	for _, g := range gates {
-		close(g)
-	}
 	return nil
 }
 
@@ -287,51 +251,6 @@ func (r *roster) sweep(ctx context.Context) {
 			el.reportSwept(ctx, q, now)
 		}
 	}
-}
-
-// gated holds a push-era question's prompts back until a roster write that lists the
-// question has landed (roster.add's channel, given to open once the question has started,
-// which is when its first prompt is made), or rosterGateWait has passed.
-type gated struct {
-	inner elicitation.Prompter
-	clk   clock.Clock
-	set   chan struct{} // closed by open
-	gate  <-chan struct{}
-}
-
-func (g *gated) open(gate <-chan struct{}) {
-	g.gate = gate
-	close(g.set)
-}
-
-func (g *gated) Prompt(pr elicitation.Prompt) {
-	select {
-	case <-g.set:
-		select {
-		case <-g.gate:
-			g.inner.Prompt(pr) // listed already: a re-prompt, or a write that was quick
-			return
-		default:
-		}
-	default:
-	}
-	go func() {
-		t := g.clk.Timer(rosterGateWait)
-		defer t.Stop()
-		select {
-		case <-g.set:
-			select {
-			case <-g.gate:
-			case <-t.C:
-			case <-pr.Elicitation.Done():
-				return
-			}
-		case <-t.C:
-		case <-pr.Elicitation.Done():
-			return
-		}
-		g.inner.Prompt(pr)
-	}()
 }
 
 // reportLeft tells Options.OnEnd again of q, a question a node ended as it stopped and

@@ -162,38 +162,6 @@ func rosterNodes(t *testing.T, clk clock.Clock, lost ...bool) (s *memory.Store, 
 	return s, relay, els, servers, heard
 }
 
-// A push question's first prompt goes out only once its node's roster lists it: a person
-// who was shown it can count on a survivor ending it if the node dies. The roster used to
-// be written on a 100 ms tick, so a question asked less than that before its node died
-// was in no roster, and ended with no event (issue 52, point 4).
-func TestAPushPromptGoesOutOnceItsRosterListsIt(t *testing.T) {
-	clk := clock.NewMock() // never moved: no flush tick writes the roster
-	s, _, els, servers, _ := rosterNodes(t, clk)
-	a := els[0]
-	listed := make(chan int, 1)
-	client := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "1"}, &mcp.ClientOptions{
-		ElicitationHandler: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			r, err := s.Get(ctx, "elicitd:nodes", a.Node())
-			n := -1
-			if err == nil {
-				n = len(r.Open)
-			}
-			listed <- n
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 36}}, nil
-		}})
-	ct, st := mcp.NewInMemoryTransports()
-	ss, err := servers[0].Connect(context.Background(), st, nil)
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = ss.Close() })
-	cs, err := client.Connect(context.Background(), ct, &mcp.ClientSessionOptions{ProtocolVersion: string(elicittest.Push)})
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = cs.Close() })
-	res, err := cs.CallTool(context.Background(), &mcp.CallToolParams{Name: "contact", Arguments: map[string]any{}})
-	require.NoError(t, err)
-	assert.False(t, res.IsError)
-	assert.Equal(t, 1, <-listed, "the roster listed the question when the person was asked")
-}
-
 // A push question that its node ends as it stops (shutdown) is reported there; if that
 // report was not kept (OnEndErr: its webhook event lost to a store blip as the node left;
 // the robustness suite saw one, issue 52, point 5), the survivor that sweeps the node's
