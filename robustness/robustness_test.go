@@ -176,14 +176,20 @@ func TestRobustness(t *testing.T) {
 	run := func(f fault, hold time.Duration) {
 		t.Logf("%s: %s for %v", time.Now().Format("15:04:05.000"), f.name, hold)
 		c.load.setFault(f.name)
+		injectedAt := time.Now()
 		f.inject(c, hold)
 		injected[f.name]++
 		if f.name == "sigkill-node" {
 			// A dead node's push-era questions end within 10 s, found by a survivor's
 			// sweep (every 5 s): the next fault (a rolling restart of the survivors,
-			// say) waits for their ends, so as not to cut the sweep short. Waited for,
-			// not slept a fixed 11 s: on a loaded machine an end's event takes longer to
-			// arrive. judgePush still holds each end to its 10 s.
+			// say) waits for their ends, so as not to cut the sweep short. At least 11 s
+			// from the kill: the dead node's client may learn of its cut only seconds
+			// after it (go-sdk's streamable client tries its stream again first), and a
+			// cut not recorded yet has no end to wait for (a CI run's rolling restart
+			// stopped the survivor sweeping the dead node 6 s after the kill, and the
+			// question's end was lost with it). Then waited for: on a loaded machine an
+			// end's event takes longer to arrive. judgePush still holds each end to 10 s.
+			time.Sleep(time.Until(injectedAt.Add(11 * time.Second)))
 			c.waitForCutEnds(time.Minute)
 		}
 		time.Sleep(4 * time.Second) // the cluster settles; clients resend past the fault
