@@ -154,6 +154,7 @@ type Deliverer struct {
 	qmu         sync.Mutex
 	qstop       bool          // Stop has begun: no more tries in the background
 	stopping    chan struct{} // closed when Stop begins: the tries going on make their last ones at once
+	back        chan struct{} // closed (and made anew) when an add goes through: the tries going on are made at once
 	qwg         sync.WaitGroup
 	nqueuing    int // tries going on, under qmu
 
@@ -223,6 +224,7 @@ func New(o Options) (*Deliverer, error) {
 	}
 	d.queuing, d.stopQueuing = context.WithCancel(context.Background())
 	d.stopping = make(chan struct{})
+	d.back = make(chan struct{})
 	d.pull, d.stopPull = context.WithCancel(context.Background())
 	d.work, d.stopWork = context.WithCancel(context.Background())
 	for range d.o.Workers {
@@ -243,7 +245,11 @@ func (d *Deliverer) Send(ctx context.Context, e Ending) error {
 	if err != nil {
 		return err
 	}
-	return b.add(ctx, d.o.Outbox, d.clk.Now(), false, d.log)
+	if err := b.add(ctx, d.o.Outbox, d.clk.Now(), false, d.log); err != nil {
+		return err
+	}
+	d.outboxBack()
+	return nil
 }
 
 // Queue is Send for a caller that must not wait on the store, such as a tool call whose
@@ -252,7 +258,8 @@ func (d *Deliverer) Send(ctx context.Context, e Ending) error {
 // waiting at most 2 s. If the outbox could not take it (store.ErrUnavailable, or the add
 // timed out, its outcome unknown), Queue returns an error matching ErrQueuing and goes on
 // adding it in the background, on Options.Clock, a pause after each failure (250 ms,
-// doubled up to 5 s), until an add succeeds or Options.QueueWithin has passed since the
+// doubled up to 5 s; cut short as soon as an add of any other event goes through: the
+// outbox is back), until an add succeeds or Options.QueueWithin has passed since the
 // call: then the event is lost, logged by its id and counted in Stats.Lost.
 //
 // Every add is of the same entries under the same ids, so an add that landed though it
@@ -273,6 +280,9 @@ func (d *Deliverer) Queue(e Ending) error {
 	ctx, cancel := context.WithTimeout(context.Background(), queueTry)
 	err = b.add(ctx, d.o.Outbox, d.clk.Now(), false, d.log)
 	cancel()
+	if err == nil {
+		d.outboxBack()
+	}
 	if err == nil || !retryable(err) {
 		return err
 	}
@@ -309,13 +319,14 @@ func (d *Deliverer) addLater(b *entries, since time.Time) {
 	bound := since.Add(d.o.QueueWithin)
 	pause := queueFirstPause
 	stopping := false
+	back := d.backSignal() // Queue's add failed before this was taken: only a later add closes it
 	for try := 2; ; try++ {
 		left := bound.Sub(d.clk.Now())
 		wake := d.stopping // Stop has the next try made at once: the process is about to end
 		if stopping {
 			wake = nil
 		}
-		if left <= 0 || !d.pause(d.queuing, min(pause, left), wake) {
+		if left <= 0 || !d.pause(d.queuing, min(pause, left), wake, back) {
 			d.lost.Add(1)
 			d.log.Error("webhook event lost: the outbox could not take it", "id", b.id, "tries", try-1,
 				"stopping", d.queuing.Err() != nil)
@@ -326,11 +337,15 @@ func (d *Deliverer) addLater(b *entries, since time.Time) {
 			stopping = true
 		default:
 		}
+		// Taken before the add: an add of another event that goes through meanwhile ends
+		// the next pause at once.
+		back = d.backSignal()
 		ctx, cancel := context.WithTimeout(d.queuing, queueTry)
 		err := b.add(ctx, d.o.Outbox, d.clk.Now(), stopping, d.log)
 		cancel()
 		switch {
 		case err == nil:
+			d.outboxBack()
 			d.log.Info("webhook event queued once the outbox was back", "id", b.id, "tries", try)
 			return
 		case !retryable(err) && d.queuing.Err() == nil:
@@ -342,9 +357,29 @@ func (d *Deliverer) addLater(b *entries, since time.Time) {
 	}
 }
 
-// pause waits for wait on the clock; false if ctx ended first. wake, when closed (a nil
-// one never is), cuts the wait short, as the wait's end does.
-func (d *Deliverer) pause(ctx context.Context, wait time.Duration, wake <-chan struct{}) bool {
+// backSignal is closed when an add next goes through.
+func (d *Deliverer) backSignal() <-chan struct{} {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	return d.back
+}
+
+// outboxBack tells the events being added in the background that an add went through: the
+// outbox is back, and each tries at once rather than at the end of its pause (up to
+// queueMaxPause), so that a node that dies a moment after the store came back has not
+// lost the events it held.
+func (d *Deliverer) outboxBack() {
+	d.qmu.Lock()
+	defer d.qmu.Unlock()
+	if d.nqueuing > 0 {
+		close(d.back)
+		d.back = make(chan struct{})
+	}
+}
+
+// pause waits for wait on the clock; false if ctx ended first. wake or back, when closed
+// (a nil one never is), cuts the wait short, as the wait's end does.
+func (d *Deliverer) pause(ctx context.Context, wait time.Duration, wake, back <-chan struct{}) bool {
 	// A function timer that signals without blocking: a mock clock moved by two goroutines
 	// at once can fire a timer twice, and a channel timer's second send would hang the
 	// clock.
@@ -360,6 +395,9 @@ func (d *Deliverer) pause(ctx context.Context, wait time.Duration, wake <-chan s
 		t.Stop()
 		return false
 	case <-wake:
+		t.Stop()
+		return true
+	case <-back:
 		t.Stop()
 		return true
 	case <-again:
@@ -524,7 +562,7 @@ func (d *Deliverer) worker() {
 				return
 			}
 			d.log.Warn("webhook outbox unavailable; trying again", "err", err)
-			if !d.pause(d.pull, unavailablePause, nil) {
+			if !d.pause(d.pull, unavailablePause, nil, nil) {
 				return
 			}
 			continue

@@ -314,3 +314,32 @@ func TestStopAddsAnEntryStuckInProcessUnderAnotherKey(t *testing.T) {
 	assert.True(t, strings.HasPrefix(p[0].ID, id+".") && strings.Count(p[0].ID, ".") == 2, "a new key: %s", p[0].ID)
 	assert.Equal(t, uint64(0), d.Stats().Lost)
 }
+
+// Events waiting in the background for the outbox to come back are added as soon as an add
+// shows it is back, not each at the end of its own pause (up to 5 s on the clock): the
+// robustness suite's long run lost three events of a node SIGKILLed 4.5 s after NATS got
+// its quorum back, still pausing while its other events had gone in two seconds before.
+// Here the clock does not move once the outbox is back.
+func TestQueuedEventsAreAddedOnceAnAddShowsTheOutboxBack(t *testing.T) {
+	t.Parallel()
+	mock := mockNow()
+	ob := &outageOutbox{Outbox: memOutbox(t, mock, store.OutboxOptions{}), clk: mock}
+	ob.setDown(func(string) bool { return true })
+	d := start(t, webhook.Options{URLs: []string{"http://127.0.0.1:1/a"}, Secret: webhook.NewSecret(), AllowPrivate: true,
+		Outbox: ob, Clock: mock})
+	waiting := storetest.NewID()
+	require.ErrorIs(t, d.Queue(ending(waiting, mock.Now())), webhook.ErrQueuing)
+	// Tried at once, then after 250 ms, 500 ms, 1 s, 2 s, 4 s: the next pause is the longest.
+	advanceUntil(t, mock, 250*time.Millisecond, func() bool { k, _ := ob.adds(); return len(k) >= 6 }, "the event is tried six times")
+
+	ob.setDown(func(string) bool { return false })
+	require.NoError(t, d.Queue(ending(storetest.NewID(), mock.Now())), "a new event goes in at once")
+	require.EventuallyWithT(t, func(c *assert.CollectT) {
+		var ids []string
+		for _, p := range ob.Pending() {
+			ids = append(ids, p.ID)
+		}
+		assert.Len(c, ids, 2)
+	}, failsafe, 5*time.Millisecond, "the waiting event is added without its pause running out")
+	assert.Equal(t, uint64(0), d.Stats().Lost)
+}
