@@ -4,7 +4,6 @@ package ask
 // with the answers limited to what may leave.
 
 import (
-	"context"
 	"slices"
 	"strconv"
 	"time"
@@ -96,14 +95,4 @@ func leaving(form *validator.Compiled, data map[string]any) (answers map[string]
 	}
 	slices.Sort(sensitive)
 	return answers, sensitive
-}
-
-// reportSwept tells Options.OnEnd of a question of a node that is gone, ended client_gone by
-// this one.
-func (el *Elicitor) reportSwept(_ context.Context, q store.OpenQuestion, now time.Time) {
-	if el.onEnd == nil {
-		return
-	}
-	el.onEnd(Ending{QuestionID: q.ID, Key: q.ID, Tool: q.Tool, Owner: q.Owner, State: elicitation.Cancelled,
-		Reason: elicitation.ClientGone, Created: q.Created, Ended: now})
 }

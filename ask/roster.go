@@ -22,6 +22,10 @@ package ask
 // those ends, each with its outcome, and the survivor that sweeps it reports them again
 // under the same Key. Ends that were kept are not left: told again, their events would be
 // sent twice (an outbox forgets an id it delivered before a restart).
+//
+// A survivor that deleted a dead node's roster holds that node's questions alone: it
+// finishes adopting and telling them though it begins to stop meanwhile, and an end it
+// could not keep as it stops it leaves in its own roster, as its own.
 
 import (
 	"context"
@@ -124,7 +128,9 @@ func (r *roster) close(asleep bool) {
 	}
 	left := map[string]rosterEntry{}
 	for _, en := range append(ends, slices.Collect(maps.Values(r.open))...) {
-		if o, ok := en.e.Outcome(); ok {
+		if en.e == nil {
+			// An end this node took over from a dead node's roster, State and all.
+		} else if o, ok := en.e.Outcome(); ok {
 			en.q.State, en.q.Reason, en.q.Attempts, en.q.Ended = o.State.String(), o.Reason.String(), o.Attempts, o.Ended
 		}
 		left[en.q.ID] = en
@@ -231,35 +237,56 @@ func (r *roster) sweep(ctx context.Context) {
 		if err := el.store.Delete(ctx, rosterOwner, rec.ID, rec.Revision); err != nil {
 			continue // another survivor swept it first, or the store is away: the next sweep sees
 		}
-		el.adoptAsleep(ctx, rec.Node)
-		now := el.clk.Now()
-		for _, q := range rec.Open {
-			if q.State != "" {
-				// Ended by its node as it stopped, and reported there: reported again, under
-				// the same Key, in case that report never went out.
-				el.log.LogAttrs(ctx, slog.LevelInfo, "the end of a stopped node's question is told again", slog.String("id", q.ID),
-					slog.String("tool", q.Tool), slog.String("state", q.State), slog.String("reason", q.Reason),
-					slog.String("node", rec.Node), slog.String("found_by", el.node))
-				el.reportLeft(q)
-				continue
-			}
+		// The dead node's questions are this node's alone now: what follows is done though
+		// this node begins to stop meanwhile (its Close waits for the sweep).
+		r.takeOver(context.WithoutCancel(ctx), rec)
+	}
+}
+
+// sweepWork bounds a sweep's work on a roster it took: adopting the hibernating
+// questions and telling the ends.
+const sweepWork = 30 * time.Second
+
+// takeOver adopts the hibernating questions of rec's node, a dead one whose roster this
+// node deleted, and tells the ends of its push-era questions: those it ended as it stopped,
+// again, and the others, ended client_gone now. An end not kept (OnEndErr) while this node
+// stops is left in its own roster, for the next survivor (close).
+func (r *roster) takeOver(ctx context.Context, rec store.Record) {
+	el := r.el
+	ctx, cancel := context.WithTimeout(ctx, sweepWork)
+	defer cancel()
+	el.adoptAsleep(ctx, rec.Node)
+	now := el.clk.Now()
+	for _, q := range rec.Open {
+		if q.State != "" {
+			el.log.LogAttrs(ctx, slog.LevelInfo, "the end of a stopped node's question is told again", slog.String("id", q.ID),
+				slog.String("tool", q.Tool), slog.String("state", q.State), slog.String("reason", q.Reason),
+				slog.String("node", rec.Node), slog.String("found_by", el.node))
+		} else {
 			el.swept.Add(1)
+			q.State, q.Reason, q.Ended = elicitation.Cancelled.String(), elicitation.ClientGone.String(), now
 			el.log.LogAttrs(ctx, slog.LevelInfo, "elicitation finished", slog.String("id", q.ID), slog.String("tool", q.Tool),
-				slog.String("state", elicitation.Cancelled.String()), slog.String("reason", elicitation.ClientGone.String()),
+				slog.String("state", q.State), slog.String("reason", q.Reason),
 				slog.String("node", rec.Node), slog.String("found_by", el.node),
 				slog.String("duration", now.Sub(q.Created).Round(time.Millisecond).String()))
-			el.reportSwept(ctx, q, now)
+		}
+		if el.tellEnded(q) != nil && el.stopping.Load() {
+			r.mu.Lock()
+			r.ended = append(r.ended, rosterEntry{q: q})
+			r.mu.Unlock()
 		}
 	}
 }
 
-// reportLeft tells Options.OnEnd again of q, a question a node ended as it stopped and
-// left in its roster with its end (roster.close).
-func (el *Elicitor) reportLeft(q store.OpenQuestion) {
+// tellEnded tells Options.OnEnd of q, a question of a dead node that has ended (q.State):
+// ended there as its node stopped and left in its roster with its end (close), or ended
+// client_gone by this node's sweep. Its Key is the question's id, as its own node's report
+// had it: told twice, it makes one webhook event.
+func (el *Elicitor) tellEnded(q store.OpenQuestion) error {
 	if el.onEnd == nil {
-		return
+		return nil
 	}
-	el.onEnd(Ending{QuestionID: q.ID, Key: q.ID, Tool: q.Tool, Owner: q.Owner, State: parseState(q.State),
+	return el.onEnd(Ending{QuestionID: q.ID, Key: q.ID, Tool: q.Tool, Owner: q.Owner, State: parseState(q.State),
 		Reason: parseReason(q.Reason), Attempts: q.Attempts, Created: q.Created, Ended: q.Ended})
 }
 

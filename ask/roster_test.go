@@ -216,3 +216,89 @@ func TestAStoppedNodesPushEndIsToldAgainByASurvivor(t *testing.T) {
 		})
 	}
 }
+
+// stallingSweep is a store whose delete of one roster (a sweep's compare-and-set) waits
+// until the sweep's context ends, then deletes: the sweeping node began to stop between
+// taking the dead node's questions over and telling their ends.
+type stallingSweep struct {
+	*memory.Store
+	roster  string
+	entered chan struct{}
+}
+
+func (s *stallingSweep) Delete(ctx context.Context, owner, id string, rev uint64) error {
+	if owner == "elicitd:nodes" && id == s.roster {
+		close(s.entered)
+		<-ctx.Done()
+		return s.Store.Delete(context.Background(), owner, id, rev)
+	}
+	return s.Store.Delete(ctx, owner, id, rev)
+}
+
+// A node that stops while it sweeps a dead node's roster still tells the ends it took
+// over; and when it cannot keep them (its webhook outbox out as it leaves: OnEndErr), it
+// leaves them in its own roster, for the next survivor to tell again under the same Key.
+// Before, the sweep's work after the delete ran on the roster loop's context, ended by the
+// stop, and an end not kept was lost with the deleted roster (a 10-minute robustness run).
+func TestANodeStoppedMidSweepLeavesTheEndsItTookOver(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 25, 10, 0, 0, 0, time.UTC))
+	s := memory.New(memory.Options{Clock: clk})
+	relay := &killable{Relay: &memory.Relay{}, stops: map[string]func(){}}
+	now := clk.Now()
+	// The roster of a node that died (no process serves it) with one open question.
+	_, err := s.Create(context.Background(), store.Record{ID: "dead-node", Owner: "elicitd:nodes", Era: "roster", Node: "dead-node",
+		Created: now, Deadline: now.Add(24 * time.Hour), State: "active",
+		Open: []store.OpenQuestion{{ID: "Q1", Tool: "contact", Owner: "owner-digest", Created: now.Add(-time.Minute)}}})
+	require.NoError(t, err)
+
+	node := func(st store.Store, keep bool) (*ask.Elicitor, *endings) {
+		heard := &endings{}
+		server := mcp.NewServer(&mcp.Implementation{Name: "test", Version: "1"}, nil)
+		el := ask.New(server, ask.Options{Clock: clk, Timeout: time.Hour, Store: st, Relay: relay, OnEndErr: func(e ask.Ending) error {
+			heard.add(e)
+			if !keep {
+				return errors.New("the outbox is out")
+			}
+			return nil
+		}})
+		t.Cleanup(func() { require.NoError(t, el.Close(context.Background(), elicitation.Shutdown)) })
+		return el, heard
+	}
+	stall := &stallingSweep{Store: s, roster: "dead-node", entered: make(chan struct{})}
+	b, heardB := node(stall, false)
+	require.Eventually(t, func() bool {
+		select {
+		case <-stall.entered:
+			return true
+		default:
+			clk.Add(time.Second) // B's sweep, every 5 s, finds the dead node's roster
+			return false
+		}
+	}, failsafeBound, 10*time.Millisecond, "B sweeps the dead node's roster")
+	require.NoError(t, b.Close(context.Background(), elicitation.Shutdown)) // B stops mid-sweep
+	_, err = s.Get(context.Background(), "elicitd:nodes", "dead-node")
+	require.ErrorIs(t, err, store.ErrNotFound, "B took the dead node's roster")
+	told := heardB.list()
+	require.Len(t, told, 1, "B tells the end it took over, though it stops")
+	assert.Equal(t, "Q1", told[0].Key)
+	assert.Equal(t, elicitation.ClientGone, told[0].Reason)
+	r, err := s.Get(context.Background(), "elicitd:nodes", b.Node())
+	require.NoError(t, err, "B's roster stays: it holds an end B could not keep")
+	require.Len(t, r.Open, 1)
+	assert.Equal(t, "Q1", r.Open[0].ID)
+	assert.Equal(t, "client_gone", r.Open[0].Reason)
+
+	_, heardC := node(s, true)
+	require.Eventually(t, func() bool {
+		clk.Add(5 * time.Second) // C's sweep finds B gone
+		return len(heardC.list()) == 1
+	}, failsafeBound, 10*time.Millisecond, "C tells the end again")
+	again := heardC.list()[0]
+	assert.Equal(t, told[0].Key, again.Key, "the same Key: one webhook event id")
+	assert.Equal(t, elicitation.Cancelled, again.State)
+	assert.Equal(t, elicitation.ClientGone, again.Reason)
+	assert.Equal(t, "owner-digest", again.Owner)
+	assert.Equal(t, "contact", again.Tool)
+	assert.True(t, again.Ended.Equal(told[0].Ended), "ended when B swept it")
+}
