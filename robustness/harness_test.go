@@ -269,6 +269,28 @@ type node struct {
 	exited chan error
 	routed atomic.Bool    // the load balancer sends to it: its /readyz answers
 	frozen [][2]time.Time // when it was stopped (SIGSTOP) and let go on (SIGCONT), n.mu held
+	gone   []time.Time    // when its process was told to end (SIGKILL, SIGTERM), n.mu held
+}
+
+// end signals the node's process to end (SIGKILL or SIGTERM), and notes when.
+func (n *node) end(sig syscall.Signal) {
+	n.mu.Lock()
+	n.gone = append(n.gone, time.Now())
+	n.mu.Unlock()
+	n.signal(sig)
+}
+
+// goneAfter returns when node i's process was first told to end at or after at.
+func (c *cluster) goneAfter(i int, at time.Time) (time.Time, bool) {
+	n := c.nodes[i]
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	for _, g := range n.gone {
+		if !g.Before(at) {
+			return g, true
+		}
+	}
+	return time.Time{}, false
 }
 
 // froze notes that the node was frozen from from to until.
