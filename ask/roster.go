@@ -23,9 +23,11 @@ package ask
 // under the same Key. Ends that were kept are not left: told again, their events would be
 // sent twice (an outbox forgets an id it delivered before a restart).
 //
-// A survivor that deleted a dead node's roster holds that node's questions alone: it
-// finishes adopting and telling them though it begins to stop meanwhile, and an end it
-// could not keep as it stops it leaves in its own roster, as its own.
+// A survivor that deleted a dead node's roster holds that node's push questions alone: it
+// tells their ends though it begins to stop meanwhile, and an end it could not keep as it
+// stops it leaves in its own roster, as its own. (The dead node's hibernating questions it
+// adopts only while it runs: one stopping in that moment leaves them unadopted, their
+// deadlines kept by no timer until a retry of their client wakes them.)
 
 import (
 	"context"
@@ -237,24 +239,18 @@ func (r *roster) sweep(ctx context.Context) {
 		if err := el.store.Delete(ctx, rosterOwner, rec.ID, rec.Revision); err != nil {
 			continue // another survivor swept it first, or the store is away: the next sweep sees
 		}
-		// The dead node's questions are this node's alone now: what follows is done though
-		// this node begins to stop meanwhile (its Close waits for the sweep).
-		r.takeOver(context.WithoutCancel(ctx), rec)
+		r.takeOver(ctx, rec)
 	}
 }
 
-// sweepWork bounds a sweep's work on a roster it took: adopting the hibernating
-// questions and telling the ends.
-const sweepWork = 30 * time.Second
-
 // takeOver adopts the hibernating questions of rec's node, a dead one whose roster this
 // node deleted, and tells the ends of its push-era questions: those it ended as it stopped,
-// again, and the others, ended client_gone now. An end not kept (OnEndErr) while this node
-// stops is left in its own roster, for the next survivor (close).
+// again, and the others, ended client_gone now. The ends are told though this node begins
+// to stop meanwhile (ctx ended: its adoptions are cut short, a stopping registry takes
+// none), and an end not kept (OnEndErr) while it stops is left in its own roster, for the
+// next survivor (close).
 func (r *roster) takeOver(ctx context.Context, rec store.Record) {
 	el := r.el
-	ctx, cancel := context.WithTimeout(ctx, sweepWork)
-	defer cancel()
 	el.adoptAsleep(ctx, rec.Node)
 	now := el.clk.Now()
 	for _, q := range rec.Open {

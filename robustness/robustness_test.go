@@ -163,6 +163,7 @@ var faults = []fault{
 // random for that long.
 func TestRobustness(t *testing.T) {
 	c := startCluster(t)
+	c.keepLogsOnFailure(t)
 	ctx, stop := context.WithCancel(context.Background())
 	loaded := make(chan struct{})
 	clients := 8
@@ -258,7 +259,16 @@ func (c *cluster) judge(injected map[string]int) {
 	assert.Greater(t, completed, 0, "questions completed at all")
 	assert.Empty(t, lost, "every question whose client keeps resending completes, with the answers sent")
 	assert.Empty(t, unlinearizable, "every question's history fits the model")
-	if t.Failed() {
+}
+
+// keepLogsOnFailure has the nodes' warnings logged, and their whole logs written to
+// $ROBUSTNESS_LOGS, when the test fails: at its end, however it ends (a fault's require
+// ends the test at once).
+func (c *cluster) keepLogsOnFailure(t *testing.T) {
+	t.Cleanup(func() {
+		if !t.Failed() {
+			return
+		}
 		for _, n := range c.nodes {
 			if dir := os.Getenv("ROBUSTNESS_LOGS"); dir != "" {
 				if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -268,7 +278,7 @@ func (c *cluster) judge(injected map[string]int) {
 			}
 			t.Logf("node %d's warnings:\n%s", n.i, warnings(n.log()))
 		}
-	}
+	})
 }
 
 // warnings are the lines of a node's log above info, and its start and stop lines.
