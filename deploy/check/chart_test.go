@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -591,6 +592,32 @@ func TestChartRefuses(t *testing.T) {
 		_, err := render(t, tc.set)
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("values %v: %v, want an error saying %q", tc.set, err, tc.want)
+		}
+	}
+}
+
+// TestChartVariantsDocumented: docs/deploy.md shows every variant the tests render, and
+// every example values file is one of them.
+func TestChartVariantsDocumented(t *testing.T) {
+	root := repoRoot(t)
+	doc, err := os.ReadFile(filepath.Join(root, "docs", "deploy.md"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, _ := filepath.Glob(filepath.Join(root, "deploy", "helm", "examples", "*.yaml"))
+	var got []string
+	for _, f := range files {
+		rel, _ := filepath.Rel(root, f)
+		got = append(got, filepath.ToSlash(rel))
+	}
+	sort.Strings(got)
+	want := slices.Sorted(slices.Values(variants))
+	if !slices.Equal(got, want) {
+		t.Errorf("deploy/helm/examples holds %v, the tests render %v", got, want)
+	}
+	for _, v := range variants {
+		if !strings.Contains(string(doc), v) {
+			t.Errorf("docs/deploy.md does not show %s", v)
 		}
 	}
 }
