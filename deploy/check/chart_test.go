@@ -41,6 +41,13 @@ type rendered struct {
 // manifest strictly: a field its type does not have fails the test.
 func render(t *testing.T, set map[string]any, files ...string) (*rendered, error) {
 	t.Helper()
+	return renderLive(t, nil, set, files...)
+}
+
+// renderLive renders as render does, as an upgrade does when live is not nil: lookup then
+// reads live's objects, as Helm reads the cluster's.
+func renderLive(t *testing.T, live engine.ClientProvider, set map[string]any, files ...string) (*rendered, error) {
+	t.Helper()
 	root := repoRoot(t)
 	ch, err := loader.Load(filepath.Join(root, "deploy", "helm", "elicitd"))
 	if err != nil {
@@ -56,12 +63,17 @@ func render(t *testing.T, set map[string]any, files ...string) (*rendered, error
 	}
 	vals = chartutil.CoalesceTables(set, vals)
 	rv, err := chartutil.ToRenderValues(ch, vals, chartutil.ReleaseOptions{
-		Name: "e", Namespace: "elicitd", Revision: 1, IsInstall: true,
+		Name: "e", Namespace: "elicitd", Revision: 1, IsInstall: live == nil, IsUpgrade: live != nil,
 	}, chartutil.DefaultCapabilities)
 	if err != nil {
 		return nil, err
 	}
-	out, err := engine.Render(ch, rv)
+	var out map[string]string
+	if live == nil {
+		out, err = engine.Render(ch, rv)
+	} else {
+		out, err = engine.RenderWithClientProvider(ch, rv, live)
+	}
 	if err != nil {
 		return nil, err
 	}
