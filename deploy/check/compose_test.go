@@ -35,7 +35,7 @@ func loadCompose(t *testing.T, env map[string]string) (*types.Project, error) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return cli.ProjectFromOptions(context.Background(), opts)
+	return opts.LoadProject(context.Background())
 }
 
 var composeEnv = map[string]string{

@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	github.com/compose-spec/compose-go/v2 v2.16.2
 	github.com/prometheus-operator/prometheus-operator/pkg/apis/monitoring v0.95.2
+	go.uber.org/goleak v1.3.0
 	helm.sh/helm/v3 v3.22.0
 	k8s.io/api v0.37.2
 	k8s.io/apimachinery v0.37.2
