@@ -76,7 +76,10 @@ func newServer(o options, version string) *server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{mcp: mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
-		Logger:       cmp.Or(o.SDKLogger, o.Logger),
+		Logger: cmp.Or(o.SDKLogger, o.Logger),
+		// go-sdk answers prompts/list on every server, so elicitd declares prompts: a
+		// 2026-07-28 server/discover MUST name every capability the server serves.
+		HasPrompts:   true,
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
 	}), pages: o.Pages, opts: o, log: o.Logger}
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
