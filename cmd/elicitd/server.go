@@ -17,7 +17,6 @@ import (
 	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/templates"
-	"github.com/elicitd/elicitd/tools"
 	"github.com/elicitd/elicitd/tools/ups"
 )
 
@@ -96,7 +95,7 @@ func newServer(o options, version string) *server {
 	s.serveTemplates(set) // ask_user, the shipping tools, the templates' resources
 	s.el.AddManagement(s.mcp)
 	if o.Conformance {
-		s.el.Add(s.mcp, tools.ConformanceFixtures()...)
+		s.addConformanceFixtures()
 	}
 	if len(o.TemplateDirs) > 0 {
 		s.log.Info("serving templates", "templates", strings.Join(set.Names(), ","))
