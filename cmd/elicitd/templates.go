@@ -66,6 +66,7 @@ type served struct {
 	mu     sync.Mutex // held while the templates are replaced
 	set    *templates.Set
 	uris   []string // the resources added for them
+	names  []string // the prompts added for them
 	closed bool     // the server is closing: a reload that ends now serves nothing
 }
 
@@ -73,8 +74,10 @@ type served struct {
 var errClosing = errors.New("templates not reloaded: elicitd is stopping")
 
 // serveTemplates adds ask_user asking set's templates, the shipping tools worded by theirs,
-// and a resource for each template, replacing those of the set served before: the SDK then
-// tells connected clients that the tool and resource lists changed. A question already
+// a resource for each template, and a prompt for each template ask_user asks (but those
+// with a secret or a file: tools.TemplatePrompts), replacing those of the set served
+// before: the SDK then tells connected clients that the tool, resource and prompt lists
+// changed. A question already
 // asked keeps the form it was asked with. Once the server is closing, it serves nothing
 // (errClosing).
 func (s *server) serveTemplates(set *templates.Set) error {
@@ -108,7 +111,19 @@ func (s *server) serveTemplates(set *templates.Set) error {
 	if len(gone) > 0 {
 		s.mcp.RemoveResources(gone...)
 	}
-	s.templates.set, s.templates.uris = set, uris
+	prompts := tools.TemplatePrompts(tools.AskUserOptions{MaxAnswerBytes: s.opts.MaxAnswerBytes, Templates: set})
+	var names []string
+	for _, p := range prompts {
+		names = append(names, p.Name)
+	}
+	var goneNames []string
+	for _, n := range s.templates.names {
+		if !slices.Contains(names, n) {
+			goneNames = append(goneNames, n)
+		}
+	}
+	s.templatePrompts(prompts, goneNames)
+	s.templates.set, s.templates.uris, s.templates.names = set, uris, names
 	return nil
 }
 
