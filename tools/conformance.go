@@ -123,6 +123,18 @@ func AskName(ctx context.Context, tool string) (string, error) {
 	return name, nil
 }
 
+// AskPromptContext asks what input-required-result-non-tool-request's prompt asks: the
+// context the prompt is to use.
+func AskPromptContext(ctx context.Context, prompt string) (string, error) {
+	data, err := ask.Ask(ctx, exactQuestion(prompt, "What context should the prompt use?",
+		`{"type":"object","properties":{"context":{"type":"string"}},"required":["context"]}`))
+	if err != nil {
+		return "", err
+	}
+	c, _ := data["context"].(string)
+	return c, nil
+}
+
 type noInput struct{}
 
 // InputRequiredFixtures returns the tools of the input-required-result scenarios that need

@@ -1,3 +1,5 @@
+//lint:file-ignore SA1019 the suite's scenarios ask for sampling, roots and logging, which 2026-07-28 deprecates and still has
+
 package main
 
 // The MCP conformance suite's fixtures that need the MCP SDK's own types (--conformance-
@@ -54,6 +56,17 @@ func (s *server) addConformanceFixtures() {
 			}
 			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"client_roots": &mcp.ListRootsParams{}}}, nil
 		})
+
+	// input-required-result-non-tool-request: a prompt that asks, as a template's does.
+	const prompt = "test_input_required_result_prompt"
+	s.mcp.AddPrompt(&mcp.Prompt{Name: prompt, Description: "MCP conformance fixture: asks for the context it is to use (SEP-2322)"},
+		s.askingPrompt(prompt, "A prompt with the context the person gave", func(ctx context.Context, _ map[string]string) (string, error) {
+			c, err := tools.AskPromptContext(ctx, prompt)
+			if err != nil {
+				return "", err
+			}
+			return "Context: " + c, nil
+		}))
 
 	// SEP-2575, server-stateless's diagnostic tools (test_streaming_elicitation asks: tools).
 	add("test_missing_capability", "needs the client's sampling capability (SEP-2575)", noArgs,

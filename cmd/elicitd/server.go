@@ -78,6 +78,7 @@ func newServer(o options, version string) *server {
 		Logger: cmp.Or(o.SDKLogger, o.Logger),
 		// go-sdk answers prompts/list on every server, so elicitd declares prompts: a
 		// 2026-07-28 server/discover MUST name every capability the server serves.
+		//lint:ignore SA1019 the one switch that adds prompts and keeps go-sdk's other defaults (Capabilities replaces them all)
 		HasPrompts:   true,
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
 	}), pages: o.Pages, opts: o, log: o.Logger}
