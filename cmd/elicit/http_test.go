@@ -320,3 +320,14 @@ func TestBearerGoesToItsOriginOnly(t *testing.T) {
 	assert.Equal(t, "the server refused the bearer token (401 Unauthorized): check --token-file or $ELICIT_TOKEN\n", w.String())
 	assert.NotContains(t, w.String(), b.token)
 }
+
+// A tool whose input schema marks an argument with x-mcp-header (SEP-2243, 2026-07-28) gets
+// it mirrored into an Mcp-Param-* header, which the server checks: go-sdk's client adds the
+// header from the tool's schema, known once the tools are listed, so elicit lists them
+// before it calls one (the conformance suite's http-custom-headers).
+func TestURLMirrorsXMCPHeaderArguments(t *testing.T) {
+	s := serveHTTPArgs(t, []string{"--http", "127.0.0.1:0", "--conformance-fixtures"})
+	r := runElicit(t, "--url", s.url, "call", "test_x_mcp_header", "--args", `{"region": "us-west1"}`)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, `"region":"us-west1"`)
+}

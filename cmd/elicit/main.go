@@ -538,6 +538,17 @@ func (c *client) listTools(ctx context.Context, cs *mcp.ClientSession) int {
 }
 
 func (c *client) call(ctx context.Context, cs *mcp.ClientSession, tail *stderrTail) int {
+	if c.inv.url != "" {
+		// Over Streamable HTTP, an argument its tool's input schema marks with x-mcp-header
+		// (2026-07-28) goes in an Mcp-Param-* header too, which the server checks: the SDK
+		// adds it from the schemas of the tools listed in this session. A listing that fails
+		// leaves the call to say what is wrong.
+		for _, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				break
+			}
+		}
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.inv.tool, Arguments: c.inv.args})
 	// The call is over: a form still open (the server's cancel of it may still be on its
 	// way) closes, and the terminal is restored, before anything is printed.
