@@ -75,6 +75,11 @@ flags:
   --client-id-url URL signing in: the https URL of a Client ID Metadata Document describing
                       elicit, used where the authorization server accepts those; otherwise
                       elicit registers itself with the authorization server
+  --client-id ID      signing in: the client id elicit was registered with beforehand at the
+                      authorization server, used instead of registering
+  --client-secret-file FILE
+                      signing in: with --client-id, the file holding that client's secret
+                      (a confidential client); without it, a public client
   --args JSON|@FILE   the tool's arguments, a JSON object (call only; default {})
   --answers FILE      scripted answers: a JSON list, one entry per prompt in order, each the
                       field values (accept) or {"action": "decline"} / {"action": "cancel"}
@@ -120,6 +125,9 @@ type invocation struct {
 	noOpen      bool          // signing in: print the authorization link, do not open it
 	signInWait  time.Duration // signing in: how long to wait for the browser
 	clientIDURL string        // signing in: elicit's Client ID Metadata Document, or ""
+	clientID    string        // signing in: a client id registered beforehand, or ""
+	secretFile  string        // signing in: the file holding that client's secret, or ""
+	secret      string        // its secret, read from secretFile; never shown
 
 	serverLog string // append the server's stderr to this file
 	verbose   bool   // show the server's stderr
@@ -150,6 +158,8 @@ func parse(argv []string) (*invocation, error) {
 	fs.BoolVar(&inv.noOpen, "no-open", false, "")
 	fs.DurationVar(&inv.signInWait, "sign-in-timeout", defaultSignInWait, "")
 	fs.StringVar(&inv.clientIDURL, "client-id-url", "", "")
+	fs.StringVar(&inv.clientID, "client-id", "", "")
+	fs.StringVar(&inv.secretFile, "client-secret-file", "", "")
 	var positional []string
 	rest := mine
 	for {
@@ -209,6 +219,9 @@ func parse(argv []string) (*invocation, error) {
 			return nil, usagef("--client-id-url must be the https URL of elicit's Client ID Metadata Document, with a path (https://example.com/elicit.json, say), got %q", inv.clientIDURL)
 		}
 	}
+	if inv.secretFile != "" && inv.clientID == "" {
+		return nil, usagef("--client-secret-file goes with --client-id: the secret of the client registered beforehand")
+	}
 	return inv, nil
 }
 
@@ -248,8 +261,8 @@ func (inv *invocation) checkServer(dashed bool) error {
 			return usagef("missing SERVER_COMMAND after --")
 		case inv.tokenFile != "":
 			return usagef("--token-file belongs to --url: a stdio server is not sent a bearer token")
-		case inv.noOpen || inv.clientIDURL != "" || inv.signInWait != defaultSignInWait:
-			return usagef("--no-open, --sign-in-timeout and --client-id-url belong to --url: a stdio server is not signed in to")
+		case inv.noOpen || inv.clientIDURL != "" || inv.clientID != "" || inv.secretFile != "" || inv.signInWait != defaultSignInWait:
+			return usagef("--no-open, --sign-in-timeout, --client-id-url, --client-id and --client-secret-file belong to --url: a stdio server is not signed in to")
 		}
 		return nil
 	}
@@ -316,6 +329,10 @@ func run(argv []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 	if inv.command == "logout" {
 		return logout(inv.url, stderr)
+	}
+	if err := inv.loadSecret(stderr); err != nil {
+		fmt.Fprintf(stderr, "elicit: %v\n", err)
+		return 2
 	}
 	if err := inv.loadToken(os.Getenv, stderr); err != nil {
 		fmt.Fprintf(stderr, "elicit: %v\n", err)
