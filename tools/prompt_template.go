@@ -30,6 +30,9 @@ type TemplatePrompt struct {
 // required: a missing one is asked.
 type PromptArgument struct {
 	Name, Title, Description string
+	// Options are the values a choice field (select, multi_select) takes, with their
+	// titles, for completion; nil for another field.
+	Options []validator.Option
 }
 
 // TemplatePrompts returns the templates ask_user asks (o.Templates, those no tool owns) as
@@ -51,7 +54,8 @@ func TemplatePrompts(o AskUserOptions) []TemplatePrompt {
 		p := TemplatePrompt{Name: name, Title: title,
 			Description: fmt.Sprintf("%s: the form the operator defined as the template %q, filled in. Give what you know as arguments; the person is asked for the rest.", title, name)}
 		for _, f := range a.def.Fields {
-			p.Arguments = append(p.Arguments, PromptArgument{Name: f.Name, Title: cmp.Or(f.Label, f.Name), Description: f.Description})
+			p.Arguments = append(p.Arguments, PromptArgument{Name: f.Name, Title: cmp.Or(f.Label, f.Name), Description: f.Description,
+				Options: slices.Clone(f.Options)})
 		}
 		p.Fill = func(ctx context.Context, args map[string]string) (string, error) {
 			return t.fillPrompt(ctx, name, title, args)

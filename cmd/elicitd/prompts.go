@@ -4,12 +4,14 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strings"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/tools"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // Prompts that ask. ask asks within tools/call; a prompts/get whose prompt asks is run as a
@@ -87,18 +89,53 @@ func promptError(res *mcp.CallToolResult) error {
 	return &jsonrpc.Error{Code: code, Message: p.Code + ": " + p.Message, Data: raw}
 }
 
+// complete is completion/complete: an argument of a template's prompt whose field is a
+// choice completes to its options' values, those whose value or title starts with what was
+// typed, whatever the case; anything else to nothing.
+func (s *server) complete(_ context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+	values := []string{}
+	if ref := req.Params.Ref; ref != nil && ref.Type == "ref/prompt" {
+		s.templates.mu.Lock()
+		options := s.templates.choices[ref.Name][req.Params.Argument.Name]
+		s.templates.mu.Unlock()
+		typed := strings.ToLower(req.Params.Argument.Value)
+		for _, o := range options {
+			if strings.HasPrefix(strings.ToLower(o.Value), typed) || strings.HasPrefix(strings.ToLower(o.Title), typed) {
+				values = append(values, o.Value)
+			}
+		}
+	}
+	total := len(values)
+	if len(values) > maxCompletions {
+		values = values[:maxCompletions]
+	}
+	return &mcp.CompleteResult{Completion: mcp.CompletionResultDetails{Values: values, Total: total, HasMore: total > len(values)}}, nil
+}
+
+// maxCompletions is the most values a completion may hold (the MCP spec's limit).
+const maxCompletions = 100
+
 // templatePrompts adds the prompts of the templates tools.TemplatePrompts serves, and
 // removes those of gone, the names served before that are no more: the SDK then tells
 // connected clients that the prompt list changed.
-func (s *server) templatePrompts(prompts []tools.TemplatePrompt, gone []string) {
+// It returns the options of their choice arguments, by prompt and argument, for completion.
+func (s *server) templatePrompts(prompts []tools.TemplatePrompt, gone []string) map[string]map[string][]validator.Option {
+	choices := map[string]map[string][]validator.Option{}
 	for _, p := range prompts {
 		mp := &mcp.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
 		for _, a := range p.Arguments {
 			mp.Arguments = append(mp.Arguments, &mcp.PromptArgument{Name: a.Name, Title: a.Title, Description: a.Description})
+			if len(a.Options) > 0 {
+				if choices[p.Name] == nil {
+					choices[p.Name] = map[string][]validator.Option{}
+				}
+				choices[p.Name][a.Name] = a.Options
+			}
 		}
 		s.mcp.AddPrompt(mp, s.askingPrompt(p.Name, p.Description, p.Fill))
 	}
 	if len(gone) > 0 {
 		s.mcp.RemovePrompts(gone...)
 	}
+	return choices
 }

@@ -127,3 +127,28 @@ func TestTemplateAsAPrompt(t *testing.T) {
 		assert.Contains(t, err.Error(), "ELICITATION_DECLINED")
 	})
 }
+
+// A template prompt's argument whose field is a choice completes to its options
+// (completion/complete): those whose value or title starts with what was typed. Anything
+// else completes to nothing, as it has nothing to offer.
+func TestTemplatePromptArgumentsComplete(t *testing.T) {
+	s := startHTTPWith(t, []string{"--rate", "0", "--store", "memory", "--templates", exampleTemplates(t)})
+	for _, era := range eras {
+		t.Run(era.name, func(t *testing.T) {
+			cs, err := connectHTTP(t, s, era.version, "", nil)
+			require.NoError(t, err)
+			assert.NotNil(t, cs.InitializeResult().Capabilities.Completions, "the completions capability is declared")
+			complete := func(prompt, arg, value string) []string {
+				res, err := cs.Complete(timeout(t), &mcp.CompleteParams{Ref: &mcp.CompleteReference{Type: "ref/prompt", Name: prompt},
+					Argument: mcp.CompleteParamsArgument{Name: arg, Value: value}})
+				require.NoError(t, err)
+				return res.Completion.Values
+			}
+			assert.Equal(t, []string{"phone"}, complete("contact", "reach_by", "ph"))
+			assert.Equal(t, []string{"phone"}, complete("contact", "reach_by", "PH"), "whatever the case")
+			assert.Equal(t, []string{"email", "phone"}, complete("contact", "reach_by", ""))
+			assert.Empty(t, complete("contact", "name", "Ad"), "a free text field offers nothing")
+			assert.Empty(t, complete("nope", "x", ""))
+		})
+	}
+}

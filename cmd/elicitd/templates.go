@@ -18,6 +18,7 @@ import (
 	"github.com/elicitd/elicitd/templates"
 	"github.com/elicitd/elicitd/tools"
 	"github.com/elicitd/elicitd/tools/shipping"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // templateConfig is --templates: the directories of template files, and the set loaded from
@@ -63,11 +64,14 @@ func loadTemplates(dirs []string) (*templates.Set, error) {
 
 // served is what a server serves of its templates, replaced as a whole on a reload.
 type served struct {
-	mu     sync.Mutex // held while the templates are replaced
-	set    *templates.Set
-	uris   []string // the resources added for them
-	names  []string // the prompts added for them
-	closed bool     // the server is closing: a reload that ends now serves nothing
+	mu    sync.Mutex // held while the templates are replaced
+	set   *templates.Set
+	uris  []string // the resources added for them
+	names []string // the prompts added for them
+	// choices are the options of the prompts' choice arguments, by prompt and argument:
+	// what completion/complete offers.
+	choices map[string]map[string][]validator.Option
+	closed  bool // the server is closing: a reload that ends now serves nothing
 }
 
 // errClosing refuses a reload that ends once the server is closing.
@@ -122,8 +126,8 @@ func (s *server) serveTemplates(set *templates.Set) error {
 			goneNames = append(goneNames, n)
 		}
 	}
-	s.templatePrompts(prompts, goneNames)
-	s.templates.set, s.templates.uris, s.templates.names = set, uris, names
+	choices := s.templatePrompts(prompts, goneNames)
+	s.templates.set, s.templates.uris, s.templates.names, s.templates.choices = set, uris, names, choices
 	return nil
 }
 
