@@ -48,18 +48,18 @@ func versionLine() string {
 }
 
 const usageText = `usage:
-  elicit [flags] tools -- SERVER_COMMAND [ARGS...]
+  elicit [flags] tools [--json] -- SERVER_COMMAND [ARGS...]
   elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
-  elicit [flags] --url URL tools
+  elicit [flags] --url URL tools [--json]
   elicit [flags] --url URL call TOOL [--args JSON | --args @file.json]
   elicit [--url URL] logout
   elicit --version
 
 Starts SERVER_COMMAND as a stdio MCP server, or with --url connects to an MCP server served
-over Streamable HTTP. "tools" lists its tools; "call" calls one and answers the forms the
-server asks for: in the terminal, or from --answers. A server at --url that answers 401
-is signed in to in the browser (OAuth), once: "logout" forgets the sign-in to --url, or
-without --url every sign-in.
+over Streamable HTTP. "tools" lists its tools (--json: as JSON, input schemas included);
+"call" calls one and answers the forms the server asks for: in the terminal, or from
+--answers. A server at --url that answers 401 is signed in to in the browser (OAuth),
+once: "logout" forgets the sign-in to --url, or without --url every sign-in.
 
 flags:
   --url URL           the MCP endpoint of a server served over Streamable HTTP
@@ -111,6 +111,7 @@ func usagef(format string, args ...any) error {
 // invocation is a parsed command line.
 type invocation struct {
 	command  string // tools or call
+	json     bool   // tools: print the tools as JSON
 	tool     string
 	args     map[string]any
 	answers  string
@@ -158,6 +159,7 @@ func parse(argv []string) (*invocation, error) {
 	fs.BoolVar(&inv.noOpen, "no-open", false, "")
 	fs.DurationVar(&inv.signInWait, "sign-in-timeout", defaultSignInWait, "")
 	fs.StringVar(&inv.clientIDURL, "client-id-url", "", "")
+	fs.BoolVar(&inv.json, "json", false, "")
 	fs.StringVar(&inv.clientID, "client-id", "", "")
 	fs.StringVar(&inv.secretFile, "client-secret-file", "", "")
 	var positional []string
@@ -191,6 +193,9 @@ func parse(argv []string) (*invocation, error) {
 			return nil, usagef("--args belongs to call, not tools")
 		}
 	case "call":
+		if inv.json {
+			return nil, usagef("--json belongs to tools, not call: a call's structured content is printed as JSON already")
+		}
 		if len(positional) != 2 {
 			return nil, usagef("call takes exactly one TOOL name, got %d", len(positional)-1)
 		}
@@ -535,6 +540,9 @@ func (c *client) showTail(tail *stderrTail) {
 }
 
 func (c *client) listTools(ctx context.Context, cs *mcp.ClientSession) int {
+	if c.inv.json {
+		return c.listToolsJSON(ctx, cs)
+	}
 	n := 0
 	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {
@@ -551,6 +559,26 @@ func (c *client) listTools(ctx context.Context, cs *mcp.ClientSession) int {
 	if n == 0 {
 		fmt.Fprintf(c.stderr, "%s has no tools\n", c.server)
 	}
+	return 0
+}
+
+// listToolsJSON prints the server's tools as a JSON array, each as the server lists it (its
+// input schema as sent), for a script.
+func (c *client) listToolsJSON(ctx context.Context, cs *mcp.ClientSession) int {
+	tools := []*mcp.Tool{}
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			c.fail("listing tools: %v", err)
+			return 1
+		}
+		tools = append(tools, tool)
+	}
+	out, err := json.MarshalIndent(tools, "", "  ")
+	if err != nil {
+		c.fail("listing tools: %v", err)
+		return 1
+	}
+	fmt.Fprintf(c.stdout, "%s\n", out)
 	return 0
 }
 
