@@ -92,3 +92,94 @@ func conformanceResult(tool string, o elicitation.Outcome) (ask.Text, error) {
 	}
 	return ask.Text(fmt.Sprintf("Elicitation completed: action=%s, content=%s", action, content)), nil
 }
+
+// The 2026-07-28 input-required-result scenarios (SEP-2322) call these tools, which ask
+// through ask as elicitd's own tools do: each question goes out as an input request with
+// elicitd's signed, single-use requestState, and its answer is checked against the form on
+// the retry that brings it. They ask the schemas the scenarios give, sent as given.
+const (
+	nameSchema    = `{"type":"object","properties":{"name":{"type":"string"}},"required":["name"]}`
+	confirmSchema = `{"type":"object","properties":{"ok":{"type":"boolean"}},"required":["ok"]}`
+	colorSchema   = `{"type":"object","properties":{"color":{"type":"string"}},"required":["color"]}`
+)
+
+// exactQuestion asks schema, sent exactly as given.
+func exactQuestion(title, message, schema string) ask.Question {
+	raw := json.RawMessage(schema)
+	compiled, err := validator.CompileMCPSchema(raw)
+	if err != nil {
+		panic(fmt.Sprintf("conformance schema %s: %v", title, err)) // fixed data, checked by tests
+	}
+	return ask.Question{Title: title, Message: message, Form: compiled, Wire: rawSchemaForm{compiled, raw}}
+}
+
+// AskName asks the person's name as the input-required-result scenarios' elicitation does.
+func AskName(ctx context.Context, tool string) (string, error) {
+	data, err := ask.Ask(ctx, exactQuestion(tool, "What is your name?", nameSchema))
+	if err != nil {
+		return "", err
+	}
+	name, _ := data["name"].(string)
+	return name, nil
+}
+
+// AskPromptContext asks what input-required-result-non-tool-request's prompt asks: the
+// context the prompt is to use.
+func AskPromptContext(ctx context.Context, prompt string) (string, error) {
+	data, err := ask.Ask(ctx, exactQuestion(prompt, "What context should the prompt use?",
+		`{"type":"object","properties":{"context":{"type":"string"}},"required":["context"]}`))
+	if err != nil {
+		return "", err
+	}
+	c, _ := data["context"].(string)
+	return c, nil
+}
+
+type noInput struct{}
+
+// InputRequiredFixtures returns the tools of the input-required-result scenarios that need
+// nothing but ask, and the diagnostic tool of server-stateless that asks.
+func InputRequiredFixtures() []ask.Tool {
+	confirm := func(tool, word string) ask.Tool {
+		return ask.NewTool(tool, "", "MCP conformance fixture: asks for a confirmation (SEP-2322)",
+			func(ctx context.Context, _ noInput) (ask.Text, error) {
+				data, err := ask.Ask(ctx, exactQuestion(tool, "Please confirm", confirmSchema))
+				if err != nil {
+					return "", err
+				}
+				return ask.Text(fmt.Sprintf("%s: confirmed=%v", word, data["ok"])), nil
+			})
+	}
+	out := []ask.Tool{
+		// Reaching the second round at all is the requestState checked: ask refuses one
+		// it did not sign, or signed for another call, round or client.
+		confirm("test_input_required_result_request_state", "state-ok"),
+		confirm("test_input_required_result_tampered_state", "state-ok"),
+		ask.NewTool("test_input_required_result_multi_round", "", "MCP conformance fixture: asks in two rounds (SEP-2322)",
+			func(ctx context.Context, _ noInput) (ask.Text, error) {
+				name, err := ask.Ask(ctx, exactQuestion("test_input_required_result_multi_round", "Step 1: What is your name?", nameSchema))
+				if err != nil {
+					return "", err
+				}
+				color, err := ask.Ask(ctx, exactQuestion("test_input_required_result_multi_round", "Step 2: What is your favorite color?", colorSchema))
+				if err != nil {
+					return "", err
+				}
+				return ask.Text(fmt.Sprintf("%v likes %v", name["name"], color["color"])), nil
+			}),
+		// server-stateless calls it to see that a response stream carries no request of
+		// the server's own: in the pull era the question goes out in the result.
+		ask.NewTool("test_streaming_elicitation", "", "MCP conformance fixture: asks a question (SEP-2575)",
+			func(ctx context.Context, _ noInput) (ask.Text, error) {
+				name, err := AskName(ctx, "test_streaming_elicitation")
+				if err != nil {
+					return "", err
+				}
+				return ask.Text("Hello, " + name + "!"), nil
+			}),
+	}
+	for i := range out {
+		out[i].Replayable, out[i].Pure = true, true // they ask, and act on nothing
+	}
+	return out
+}

@@ -60,28 +60,63 @@ func (inv *invocation) loadToken(getenv func(string) string, stderr io.Writer) e
 	return nil
 }
 
+// loadSecret sets inv.secret from --client-secret-file: the secret of the client registered
+// beforehand (--client-id), one word of visible ASCII, its surrounding whitespace trimmed.
+// No message quotes it.
+func (inv *invocation) loadSecret(stderr io.Writer) error {
+	if inv.secretFile == "" {
+		return nil
+	}
+	data, err := readSecretFile("--client-secret-file", inv.secretFile, stderr)
+	if err != nil {
+		return err
+	}
+	secret := strings.TrimSpace(data)
+	switch {
+	case secret == "":
+		return usagef("--client-secret-file %s is empty: it should hold the client's secret", inv.secretFile)
+	case strings.ContainsFunc(secret, func(r rune) bool { return r <= ' ' || r > '~' }):
+		return usagef("--client-secret-file %s must hold the client's secret alone, one word of visible ASCII", inv.secretFile)
+	}
+	inv.secret = secret
+	return nil
+}
+
 // readToken reads a token file. One that other users can read is accepted, with a warning.
 func readToken(name string, stderr io.Writer) (string, error) {
+	return readSecretFile("--token-file", name, stderr)
+}
+
+// readSecretFile reads the file of flag, which holds a secret (a token, a client secret).
+// One that other users can read is accepted, with a warning.
+func readSecretFile(flag, name string, stderr io.Writer) (string, error) {
 	f, err := os.Open(name)
 	if err != nil {
-		return "", usagef("--token-file: cannot read %s: %v", name, err)
+		return "", usagef("%s: cannot read %s: %v", flag, name, err)
 	}
 	defer f.Close()
 	info, err := f.Stat()
 	if err != nil || !info.Mode().IsRegular() {
-		return "", usagef("--token-file %s must be a file holding the bearer token", name)
+		return "", usagef("%s %s must be a file holding the %s", flag, name, secretOf(flag))
 	}
 	if info.Mode().Perm()&0o004 != 0 && runtime.GOOS != "windows" {
-		fmt.Fprintf(stderr, "elicit: warning: --token-file %s can be read by other users of this machine (chmod 600 it)\n", name)
+		fmt.Fprintf(stderr, "elicit: warning: %s %s can be read by other users of this machine (chmod 600 it)\n", flag, name)
 	}
 	data, err := io.ReadAll(io.LimitReader(f, maxTokenBytes+1))
 	if err != nil {
-		return "", usagef("--token-file: cannot read %s: %v", name, err)
+		return "", usagef("%s: cannot read %s: %v", flag, name, err)
 	}
 	if len(data) > maxTokenBytes {
-		return "", usagef("--token-file %s is larger than %d bytes: it should hold the bearer token alone", name, maxTokenBytes)
+		return "", usagef("%s %s is larger than %d bytes: it should hold the %s alone", flag, name, maxTokenBytes, secretOf(flag))
 	}
 	return string(data), nil
+}
+
+func secretOf(flag string) string {
+	if flag == "--token-file" {
+		return "bearer token"
+	}
+	return "client's secret"
 }
 
 // httpsOrLoopback reports whether u is https, or http to this machine only: where elicit
@@ -113,6 +148,7 @@ func (c *client) httpTransport() (mcp.Transport, *bearer) {
 		s.open = !c.inv.noOpen
 		s.wait = c.inv.signInWait
 		s.clientIDURL = c.inv.clientIDURL
+		s.clientID, s.clientSecret = c.inv.clientID, c.inv.secret
 		b.signIn = s
 		t.OAuthHandler = s
 	}

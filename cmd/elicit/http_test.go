@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/url"
@@ -9,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -319,4 +321,47 @@ func TestBearerGoesToItsOriginOnly(t *testing.T) {
 	b.explain(&w)
 	assert.Equal(t, "the server refused the bearer token (401 Unauthorized): check --token-file or $ELICIT_TOKEN\n", w.String())
 	assert.NotContains(t, w.String(), b.token)
+}
+
+// A tool whose input schema marks an argument with x-mcp-header (SEP-2243, 2026-07-28) gets
+// it mirrored into an Mcp-Param-* header, which the server checks: go-sdk's client adds the
+// header from the tool's schema, known once the tools are listed, so elicit lists them
+// before it calls one (the conformance suite's http-custom-headers).
+func TestURLMirrorsXMCPHeaderArguments(t *testing.T) {
+	s := serveHTTPArgs(t, []string{"--http", "127.0.0.1:0", "--conformance-fixtures"})
+	r := runElicit(t, "--url", s.url, "call", "test_x_mcp_header", "--args", `{"region": "us-west1"}`)
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	assert.Contains(t, r.stdout, `"region":"us-west1"`)
+}
+
+// tools --json prints the tools as the server lists them, input schemas as sent: JSON
+// Schema 2020-12 keywords and all (the conformance suite's json-schema-2020-12-preservation
+// sends one back through a tool).
+func TestToolsAsJSON(t *testing.T) {
+	s := serveHTTPArgs(t, []string{"--http", "127.0.0.1:0", "--conformance-fixtures"})
+	r := runElicit(t, "--url", s.url, "tools", "--json")
+	require.Equal(t, 0, r.code, "stderr: %s", r.stderr)
+	var tools []struct {
+		Name        string         `json:"name"`
+		InputSchema map[string]any `json:"inputSchema"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &tools), r.stdout)
+	i := slices.IndexFunc(tools, func(tool struct {
+		Name        string         `json:"name"`
+		InputSchema map[string]any `json:"inputSchema"`
+	}) bool {
+		return tool.Name == "json_schema_2020_12_tool"
+	})
+	require.GreaterOrEqual(t, i, 0)
+	schema := tools[i].InputSchema
+	assert.Equal(t, "https://json-schema.org/draft/2020-12/schema", schema["$schema"])
+	assert.Equal(t, false, schema["additionalProperties"])
+	for _, k := range []string{"$defs", "allOf", "if", "then", "else"} {
+		assert.Contains(t, schema, k)
+	}
+	assert.Equal(t, "addressDef", schema["$defs"].(map[string]any)["address"].(map[string]any)["$anchor"])
+
+	r = runElicit(t, "--url", s.url, "call", "ask_user", "--json")
+	assert.Equal(t, 2, r.code)
+	assert.Contains(t, r.stderr, "--json belongs to tools")
 }

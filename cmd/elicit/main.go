@@ -48,18 +48,18 @@ func versionLine() string {
 }
 
 const usageText = `usage:
-  elicit [flags] tools -- SERVER_COMMAND [ARGS...]
+  elicit [flags] tools [--json] -- SERVER_COMMAND [ARGS...]
   elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
-  elicit [flags] --url URL tools
+  elicit [flags] --url URL tools [--json]
   elicit [flags] --url URL call TOOL [--args JSON | --args @file.json]
   elicit [--url URL] logout
   elicit --version
 
 Starts SERVER_COMMAND as a stdio MCP server, or with --url connects to an MCP server served
-over Streamable HTTP. "tools" lists its tools; "call" calls one and answers the forms the
-server asks for: in the terminal, or from --answers. A server at --url that answers 401
-is signed in to in the browser (OAuth), once: "logout" forgets the sign-in to --url, or
-without --url every sign-in.
+over Streamable HTTP. "tools" lists its tools (--json: as JSON, input schemas included);
+"call" calls one and answers the forms the server asks for: in the terminal, or from
+--answers. A server at --url that answers 401 is signed in to in the browser (OAuth),
+once: "logout" forgets the sign-in to --url, or without --url every sign-in.
 
 flags:
   --url URL           the MCP endpoint of a server served over Streamable HTTP
@@ -75,6 +75,11 @@ flags:
   --client-id-url URL signing in: the https URL of a Client ID Metadata Document describing
                       elicit, used where the authorization server accepts those; otherwise
                       elicit registers itself with the authorization server
+  --client-id ID      signing in: the client id elicit was registered with beforehand at the
+                      authorization server, used instead of registering
+  --client-secret-file FILE
+                      signing in: with --client-id, the file holding that client's secret
+                      (a confidential client); without it, a public client
   --args JSON|@FILE   the tool's arguments, a JSON object (call only; default {})
   --answers FILE      scripted answers: a JSON list, one entry per prompt in order, each the
                       field values (accept) or {"action": "decline"} / {"action": "cancel"}
@@ -106,6 +111,7 @@ func usagef(format string, args ...any) error {
 // invocation is a parsed command line.
 type invocation struct {
 	command  string // tools or call
+	json     bool   // tools: print the tools as JSON
 	tool     string
 	args     map[string]any
 	answers  string
@@ -120,6 +126,9 @@ type invocation struct {
 	noOpen      bool          // signing in: print the authorization link, do not open it
 	signInWait  time.Duration // signing in: how long to wait for the browser
 	clientIDURL string        // signing in: elicit's Client ID Metadata Document, or ""
+	clientID    string        // signing in: a client id registered beforehand, or ""
+	secretFile  string        // signing in: the file holding that client's secret, or ""
+	secret      string        // its secret, read from secretFile; never shown
 
 	serverLog string // append the server's stderr to this file
 	verbose   bool   // show the server's stderr
@@ -150,6 +159,9 @@ func parse(argv []string) (*invocation, error) {
 	fs.BoolVar(&inv.noOpen, "no-open", false, "")
 	fs.DurationVar(&inv.signInWait, "sign-in-timeout", defaultSignInWait, "")
 	fs.StringVar(&inv.clientIDURL, "client-id-url", "", "")
+	fs.BoolVar(&inv.json, "json", false, "")
+	fs.StringVar(&inv.clientID, "client-id", "", "")
+	fs.StringVar(&inv.secretFile, "client-secret-file", "", "")
 	var positional []string
 	rest := mine
 	for {
@@ -181,6 +193,9 @@ func parse(argv []string) (*invocation, error) {
 			return nil, usagef("--args belongs to call, not tools")
 		}
 	case "call":
+		if inv.json {
+			return nil, usagef("--json belongs to tools, not call: a call's structured content is printed as JSON already")
+		}
 		if len(positional) != 2 {
 			return nil, usagef("call takes exactly one TOOL name, got %d", len(positional)-1)
 		}
@@ -208,6 +223,9 @@ func parse(argv []string) (*invocation, error) {
 		if err != nil || u.Scheme != "https" || u.Host == "" || strings.Trim(u.Path, "/") == "" {
 			return nil, usagef("--client-id-url must be the https URL of elicit's Client ID Metadata Document, with a path (https://example.com/elicit.json, say), got %q", inv.clientIDURL)
 		}
+	}
+	if inv.secretFile != "" && inv.clientID == "" {
+		return nil, usagef("--client-secret-file goes with --client-id: the secret of the client registered beforehand")
 	}
 	return inv, nil
 }
@@ -248,8 +266,8 @@ func (inv *invocation) checkServer(dashed bool) error {
 			return usagef("missing SERVER_COMMAND after --")
 		case inv.tokenFile != "":
 			return usagef("--token-file belongs to --url: a stdio server is not sent a bearer token")
-		case inv.noOpen || inv.clientIDURL != "" || inv.signInWait != defaultSignInWait:
-			return usagef("--no-open, --sign-in-timeout and --client-id-url belong to --url: a stdio server is not signed in to")
+		case inv.noOpen || inv.clientIDURL != "" || inv.clientID != "" || inv.secretFile != "" || inv.signInWait != defaultSignInWait:
+			return usagef("--no-open, --sign-in-timeout, --client-id-url, --client-id and --client-secret-file belong to --url: a stdio server is not signed in to")
 		}
 		return nil
 	}
@@ -316,6 +334,10 @@ func run(argv []string, stdin *os.File, stdout, stderr io.Writer) int {
 	}
 	if inv.command == "logout" {
 		return logout(inv.url, stderr)
+	}
+	if err := inv.loadSecret(stderr); err != nil {
+		fmt.Fprintf(stderr, "elicit: %v\n", err)
+		return 2
 	}
 	if err := inv.loadToken(os.Getenv, stderr); err != nil {
 		fmt.Fprintf(stderr, "elicit: %v\n", err)
@@ -518,6 +540,9 @@ func (c *client) showTail(tail *stderrTail) {
 }
 
 func (c *client) listTools(ctx context.Context, cs *mcp.ClientSession) int {
+	if c.inv.json {
+		return c.listToolsJSON(ctx, cs)
+	}
 	n := 0
 	for tool, err := range cs.Tools(ctx, nil) {
 		if err != nil {
@@ -537,7 +562,38 @@ func (c *client) listTools(ctx context.Context, cs *mcp.ClientSession) int {
 	return 0
 }
 
+// listToolsJSON prints the server's tools as a JSON array, each as the server lists it (its
+// input schema as sent), for a script.
+func (c *client) listToolsJSON(ctx context.Context, cs *mcp.ClientSession) int {
+	tools := []*mcp.Tool{}
+	for tool, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			c.fail("listing tools: %v", err)
+			return 1
+		}
+		tools = append(tools, tool)
+	}
+	out, err := json.MarshalIndent(tools, "", "  ")
+	if err != nil {
+		c.fail("listing tools: %v", err)
+		return 1
+	}
+	fmt.Fprintf(c.stdout, "%s\n", out)
+	return 0
+}
+
 func (c *client) call(ctx context.Context, cs *mcp.ClientSession, tail *stderrTail) int {
+	if c.inv.url != "" {
+		// Over Streamable HTTP, an argument its tool's input schema marks with x-mcp-header
+		// (2026-07-28) goes in an Mcp-Param-* header too, which the server checks: the SDK
+		// adds it from the schemas of the tools listed in this session. A listing that fails
+		// leaves the call to say what is wrong.
+		for _, err := range cs.Tools(ctx, nil) {
+			if err != nil {
+				break
+			}
+		}
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.inv.tool, Arguments: c.inv.args})
 	// The call is over: a form still open (the server's cancel of it may still be on its
 	// way) closes, and the terminal is restored, before anything is printed.

@@ -6,9 +6,11 @@ import (
 	"fmt"
 	"html"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -36,14 +38,16 @@ const defaultSignInWait = 5 * time.Minute
 // TokenSource for every request, and on a 401 calls Authorize and tries again once. Safe
 // for concurrent use; one sign-in runs at a time.
 type signIn struct {
-	server      string   // --url
-	store       *signIns // where the sign-in is kept
-	open        bool     // open the browser, else only print the link
-	wait        time.Duration
-	clientIDURL string       // --client-id-url, or ""
-	httpClient  *http.Client // to the authorization server
-	stderr      io.Writer
-	browse      func(link string) error // opens a link in the browser
+	server       string   // --url
+	store        *signIns // where the sign-in is kept
+	open         bool     // open the browser, else only print the link
+	wait         time.Duration
+	clientIDURL  string       // --client-id-url, or ""
+	clientID     string       // --client-id: registered beforehand, or ""
+	clientSecret string       // --client-secret-file's secret, or "" (a public client)
+	httpClient   *http.Client // to the authorization server
+	stderr       io.Writer
+	browse       func(link string) error // opens a link in the browser
 
 	signing sync.Mutex // held while signing in
 
@@ -192,6 +196,17 @@ func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Re
 	if s.clientIDURL != "" {
 		cfg.ClientIDMetadataDocumentConfig = &auth.ClientIDMetadataDocumentConfig{URL: s.clientIDURL}
 	}
+	if s.clientID != "" {
+		// Registered beforehand: used instead of registering (but for a Client ID Metadata
+		// Document, which the SDK prefers where the authorization server accepts one).
+		cfg.PreregisteredClient = &oauthex.ClientCredentials{ClientID: s.clientID}
+		if s.clientSecret != "" {
+			cfg.PreregisteredClient.ClientSecretAuth = &oauthex.ClientSecretAuth{ClientSecret: s.clientSecret}
+		}
+	}
+	if resp.StatusCode == http.StatusForbidden {
+		widenScope(resp, s.heldScopes())
+	}
 	h, err := auth.NewAuthorizationCodeHandler(cfg)
 	if err != nil {
 		_ = resp.Body.Close()
@@ -206,6 +221,56 @@ func (s *signIn) authorize(ctx context.Context, req *http.Request, resp *http.Re
 	}
 	fmt.Fprintf(s.stderr, "elicit: signed in to %s\n", s.server)
 	return kept, nil
+}
+
+// heldScopes returns the scopes of the sign-in held now, if any.
+func (s *signIn) heldScopes() []string {
+	s.mu.Lock()
+	ts := s.ts
+	s.mu.Unlock()
+	kept, ok := ts.(*keptTokens)
+	if !ok {
+		return nil
+	}
+	kept.mu.Lock()
+	defer kept.mu.Unlock()
+	return slices.Clone(kept.record.Scopes)
+}
+
+// widenScope makes a 403 insufficient_scope challenge (resp's) ask for the scopes held as
+// well as those it names: stepping up to a wider scope must not lose what the token could do
+// (the union, SEP-2350). The SDK asks for the challenge's scope. A sign-in that fails is
+// final for the run (Authorize), and the transport tries each request again once: stepping
+// up cannot loop.
+func widenScope(resp *http.Response, held []string) {
+	challenges, err := oauthex.ParseWWWAuthenticate(resp.Header.Values("WWW-Authenticate"))
+	if err != nil || len(held) == 0 {
+		return
+	}
+	for _, c := range challenges {
+		if c.Scheme != "bearer" || c.Params["error"] != "insufficient_scope" {
+			continue
+		}
+		scopes := slices.Clone(held)
+		for _, sc := range strings.Fields(c.Params["scope"]) {
+			if !slices.Contains(scopes, sc) {
+				scopes = append(scopes, sc)
+			}
+		}
+		params := []string{`error="insufficient_scope"`, `scope=` + quoteParam(strings.Join(scopes, " "))}
+		for _, k := range slices.Sorted(maps.Keys(c.Params)) {
+			if k != "error" && k != "scope" {
+				params = append(params, k+"="+quoteParam(c.Params[k]))
+			}
+		}
+		resp.Header.Set("WWW-Authenticate", "Bearer "+strings.Join(params, ", "))
+		return
+	}
+}
+
+// quoteParam is v as an auth-param's quoted-string (RFC 9110 section 5.6.4).
+func quoteParam(v string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`).Replace(v) + `"`
 }
 
 // insufficientScope reports whether resp asks for more scopes than the token has (RFC 6750

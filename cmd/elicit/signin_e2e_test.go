@@ -271,3 +271,26 @@ func TestURLSignInWaitEnds(t *testing.T) {
 	assert.Contains(t, res.stderr, "elicit: sign-in cancelled\n")
 	assert.Equal(t, 1, strings.Count(res.stderr, "Open this link"), "asked once: %s", res.stderr)
 }
+
+// A client registered beforehand at the authorization server (--client-id, and for a
+// confidential one --client-secret-file) signs in as that client: no registration.
+func TestURLSignsInAsAClientRegisteredBeforehand(t *testing.T) {
+	p := oauthtest.Start(t)
+	s := serveOAuth(t, p)
+	id, secret := p.RegisterClient(oauthtest.ClientOptions{RedirectURIs: []string{"http://127.0.0.1/callback"}, Confidential: true})
+	secretFile := writeFile(t, "secret", secret+"\n")
+	require.NoError(t, os.Chmod(secretFile, 0o600))
+	config := t.TempDir()
+	answers := writeFile(t, "answers.json", `[{"weight": 5}]`)
+	r := startSigningIn(t, config, nil, "--no-open", "--url", s.url, "--client-id", id, "--client-secret-file", secretFile,
+		"--answers", answers, "call", "ask_user", "--args", weightArgs)
+	link := r.link(t)
+	assert.Contains(t, link, "client_id="+id)
+	require.NoError(t, followSignIn(context.Background(), link))
+	res := r.wait(t)
+	require.Equal(t, 0, res.code, "stderr: %s", res.stderr)
+	assert.Equal(t, "completed", decodeOut(t, res.stdout)["status"])
+	rec := kept(t, config, s.url)
+	assert.Equal(t, id, rec.ClientID, "the client registered beforehand, not a new registration")
+	assert.NotContains(t, res.stderr, secret, "the secret is never shown")
+}

@@ -210,6 +210,10 @@ func TestParseSignInFlags(t *testing.T) {
 	inv, err = parse([]string{"--url", "https://mcp.example.com/mcp", "tools"})
 	require.NoError(t, err)
 	assert.Equal(t, defaultSignInWait, inv.signInWait)
+	inv, err = parse([]string{"--url", "https://mcp.example.com/mcp", "--client-id", "elicit-1", "--client-secret-file", "s", "tools"})
+	require.NoError(t, err)
+	assert.Equal(t, "elicit-1", inv.clientID)
+	assert.Equal(t, "s", inv.secretFile)
 
 	inv, err = parse([]string{"logout"})
 	require.NoError(t, err)
@@ -221,13 +225,15 @@ func TestParseSignInFlags(t *testing.T) {
 	assert.Equal(t, "https://mcp.example.com/mcp", inv.url)
 
 	bad := map[string][]string{
-		"--sign-in-timeout must be positive":                               {"--url", "https://h/mcp", "--sign-in-timeout", "0s", "tools"},
-		"--client-id-url must be the https URL":                            {"--url", "https://h/mcp", "--client-id-url", "http://example.com/elicit.json", "tools"},
-		`with a path (https://example.com/elicit.json, say)`:               {"--url", "https://h/mcp", "--client-id-url", "https://example.com/", "tools"},
-		"--no-open, --sign-in-timeout and --client-id-url belong to --url": {"--no-open", "tools", "--", "srv"},
-		"logout takes no arguments":                                        {"logout", "now"},
-		"a stdio server is not signed in to":                               {"logout", "--", "srv"},
-		"--url must be an http:// or https:// URL":                         {"--url", "mcp.example.com", "logout"},
+		"--sign-in-timeout must be positive":                                    {"--url", "https://h/mcp", "--sign-in-timeout", "0s", "tools"},
+		"--client-id-url must be the https URL":                                 {"--url", "https://h/mcp", "--client-id-url", "http://example.com/elicit.json", "tools"},
+		`with a path (https://example.com/elicit.json, say)`:                    {"--url", "https://h/mcp", "--client-id-url", "https://example.com/", "tools"},
+		"--client-id-url, --client-id and --client-secret-file belong to --url": {"--no-open", "tools", "--", "srv"},
+		"belong to --url: a stdio server":                                       {"--client-id", "elicit", "tools", "--", "srv"},
+		"--client-secret-file goes with --client-id":                            {"--url", "https://h/mcp", "--client-secret-file", "s", "tools"},
+		"logout takes no arguments":                                             {"logout", "now"},
+		"a stdio server is not signed in to":                                    {"logout", "--", "srv"},
+		"--url must be an http:// or https:// URL":                              {"--url", "mcp.example.com", "logout"},
 	}
 	for want, argv := range bad {
 		_, err := parse(argv)
@@ -235,4 +241,22 @@ func TestParseSignInFlags(t *testing.T) {
 		require.ErrorAs(t, err, &ue, "%v", argv)
 		assert.Contains(t, err.Error(), want, "%v", argv)
 	}
+}
+
+// Stepping up on a 403 insufficient_scope asks for the scopes held and those the challenge
+// names (SEP-2350), and keeps the challenge's other parameters.
+func TestWidenScope(t *testing.T) {
+	resp := &http.Response{Header: http.Header{}}
+	resp.Header.Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="mcp:write", resource_metadata="https://x.example/.well-known/oauth-protected-resource"`)
+	widenScope(resp, []string{"mcp:basic", "mcp:write"})
+	assert.Equal(t, `Bearer error="insufficient_scope", scope="mcp:basic mcp:write", resource_metadata="https://x.example/.well-known/oauth-protected-resource"`,
+		resp.Header.Get("WWW-Authenticate"))
+
+	resp.Header.Set("WWW-Authenticate", `Bearer error="insufficient_scope", scope="b"`)
+	widenScope(resp, []string{"a"})
+	assert.Equal(t, `Bearer error="insufficient_scope", scope="a b"`, resp.Header.Get("WWW-Authenticate"))
+
+	resp.Header.Set("WWW-Authenticate", `Bearer error="invalid_token"`)
+	widenScope(resp, []string{"a"})
+	assert.Equal(t, `Bearer error="invalid_token"`, resp.Header.Get("WWW-Authenticate"), "only insufficient_scope is widened")
 }

@@ -722,6 +722,7 @@ func TestConformanceFixtures(t *testing.T) {
 	require.NoError(t, err)
 	for _, tool := range tools.Tools {
 		assert.False(t, strings.HasPrefix(tool.Name, "test_"), tool.Name)
+		assert.NotEqual(t, "json_schema_2020_12_tool", tool.Name)
 	}
 }
 

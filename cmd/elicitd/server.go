@@ -17,7 +17,6 @@ import (
 	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/templates"
-	"github.com/elicitd/elicitd/tools"
 	"github.com/elicitd/elicitd/tools/ups"
 )
 
@@ -75,8 +74,17 @@ func newServer(o options, version string) *server {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	s := &server{mcp: mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
-		Logger:       cmp.Or(o.SDKLogger, o.Logger),
+	s := &server{}
+	*s = server{mcp: mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
+		Logger: cmp.Or(o.SDKLogger, o.Logger),
+		// go-sdk answers prompts/list on every server, so elicitd declares prompts: a
+		// 2026-07-28 server/discover MUST name every capability the server serves.
+		//lint:ignore SA1019 the one switch that adds prompts and keeps go-sdk's other defaults (Capabilities replaces them all)
+		HasPrompts: true,
+		// Templates' prompts complete their choice arguments (which declares completions).
+		CompletionHandler: func(ctx context.Context, req *mcp.CompleteRequest) (*mcp.CompleteResult, error) {
+			return s.complete(ctx, req)
+		},
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
 	}), pages: o.Pages, opts: o, log: o.Logger}
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
@@ -93,7 +101,7 @@ func newServer(o options, version string) *server {
 	s.serveTemplates(set) // ask_user, the shipping tools, the templates' resources
 	s.el.AddManagement(s.mcp)
 	if o.Conformance {
-		s.el.Add(s.mcp, tools.ConformanceFixtures()...)
+		s.addConformanceFixtures()
 	}
 	if len(o.TemplateDirs) > 0 {
 		s.log.Info("serving templates", "templates", strings.Join(set.Names(), ","))

@@ -18,6 +18,7 @@ import (
 	"github.com/elicitd/elicitd/templates"
 	"github.com/elicitd/elicitd/tools"
 	"github.com/elicitd/elicitd/tools/shipping"
+	"github.com/elicitd/elicitd/validator"
 )
 
 // templateConfig is --templates: the directories of template files, and the set loaded from
@@ -63,18 +64,24 @@ func loadTemplates(dirs []string) (*templates.Set, error) {
 
 // served is what a server serves of its templates, replaced as a whole on a reload.
 type served struct {
-	mu     sync.Mutex // held while the templates are replaced
-	set    *templates.Set
-	uris   []string // the resources added for them
-	closed bool     // the server is closing: a reload that ends now serves nothing
+	mu    sync.Mutex // held while the templates are replaced
+	set   *templates.Set
+	uris  []string // the resources added for them
+	names []string // the prompts added for them
+	// choices are the options of the prompts' choice arguments, by prompt and argument:
+	// what completion/complete offers.
+	choices map[string]map[string][]validator.Option
+	closed  bool // the server is closing: a reload that ends now serves nothing
 }
 
 // errClosing refuses a reload that ends once the server is closing.
 var errClosing = errors.New("templates not reloaded: elicitd is stopping")
 
 // serveTemplates adds ask_user asking set's templates, the shipping tools worded by theirs,
-// and a resource for each template, replacing those of the set served before: the SDK then
-// tells connected clients that the tool and resource lists changed. A question already
+// a resource for each template, and a prompt for each template ask_user asks (but those
+// with a secret or a file: tools.TemplatePrompts), replacing those of the set served
+// before: the SDK then tells connected clients that the tool, resource and prompt lists
+// changed. A question already
 // asked keeps the form it was asked with. Once the server is closing, it serves nothing
 // (errClosing).
 func (s *server) serveTemplates(set *templates.Set) error {
@@ -108,7 +115,19 @@ func (s *server) serveTemplates(set *templates.Set) error {
 	if len(gone) > 0 {
 		s.mcp.RemoveResources(gone...)
 	}
-	s.templates.set, s.templates.uris = set, uris
+	prompts := tools.TemplatePrompts(tools.AskUserOptions{MaxAnswerBytes: s.opts.MaxAnswerBytes, Templates: set})
+	var names []string
+	for _, p := range prompts {
+		names = append(names, p.Name)
+	}
+	var goneNames []string
+	for _, n := range s.templates.names {
+		if !slices.Contains(names, n) {
+			goneNames = append(goneNames, n)
+		}
+	}
+	choices := s.templatePrompts(prompts, goneNames)
+	s.templates.set, s.templates.uris, s.templates.names, s.templates.choices = set, uris, names, choices
 	return nil
 }
 
