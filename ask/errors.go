@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/elicitation"
@@ -84,6 +85,16 @@ func (e *Error) Result() *mcp.CallToolResult {
 		return JSONResult(&p, true)
 	}
 	return JSONResult(e, true)
+}
+
+// ProtocolError returns e as a JSON-RPC error: invalid params (-32602), the message
+// "CODE: message", the data e's payload (as Result's structured content). It is how a
+// request elicitd cannot take at all is refused: a requestState that fails its integrity
+// check (reason forged), which SEP-2322 has a server reject, and prompts/get, which has no
+// error result.
+func (e *Error) ProtocolError() *jsonrpc.Error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: e.Code + ": " + e.Message,
+		Data: e.Result().StructuredContent.(json.RawMessage)}
 }
 
 // JSONResult returns v as a tool result: structured content and the same JSON as text.

@@ -174,6 +174,9 @@ func (el *Elicitor) Handler(h mcp.ToolHandler, opts ...ToolOption) mcp.ToolHandl
 		})
 		var e *Error
 		if r.res == nil && errors.As(r.err, &e) {
+			if e.Code == CodeInvalidRequestState && e.Reason == reasonForged {
+				return nil, e.ProtocolError() // not this server's state: the request is refused
+			}
 			return e.Result(), nil
 		}
 		return r.res, r.err
@@ -605,6 +608,10 @@ func stateError(reason, format string, args ...any) *Error {
 // fail is a result that sends e's payload, for typed handlers too.
 func fail(e *Error) result { return result{err: e} }
 
+// reasonForged is INVALID_REQUEST_STATE's reason for a state that fails its integrity check:
+// Handler refuses such a request with a JSON-RPC error, not a tool result.
+const reasonForged = "forged"
+
 const otherCall = "the requestState belongs to another tool call (tool or arguments differ)"
 
 var errUsed = stateError("used", "this requestState has already been used; a requestState is good for one call")
@@ -648,7 +655,7 @@ func (el *Elicitor) resume(ctx context.Context, req *mcp.CallToolRequest, o tool
 func (el *Elicitor) openState(p *mcp.CallToolParamsRaw, owner string) (requestState, *Error) {
 	st, err := el.signer.open(p.RequestState)
 	if err != nil {
-		return st, stateError("forged", "the requestState was not issued by this server or has been altered")
+		return st, stateError(reasonForged, "the requestState was not issued by this server or has been altered")
 	}
 	if st.expired(el.clk.Now()) {
 		return st, stateError("expired", "the requestState has expired; call the tool again without it")

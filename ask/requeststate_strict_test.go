@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -96,6 +97,10 @@ func TestStateTokensOpenOnlyAsIssued(t *testing.T) {
 
 // Through a pull-era client: a retry whose requestState is respelled hears "forged", as an
 // altered one does, and the question is untouched by it: the token as issued still answers.
+// A state that fails its integrity check is refused with a JSON-RPC error (invalid params,
+// -32602), as SEP-2322 and the MCP conformance suite's input-required-result-tampered-state
+// ask, its data elicitd's error payload; not as a tool result a client could read as the
+// call's.
 func TestRespelledRequestStateIsForgedOverTheWire(t *testing.T) {
 	_, server := cityServer(t)
 	u := elicittest.Connect(t, server, elicittest.Pull)
@@ -105,20 +110,25 @@ func TestRespelledRequestStateIsForgedOverTheWire(t *testing.T) {
 	require.NotEmpty(t, first.InputRequests, "the first round is out")
 	require.NotEmpty(t, first.RequestState)
 
-	retry := func(state string) map[string]any {
+	call := func(state string) (*mcp.CallToolResult, error) {
 		t.Helper()
-		res, err := u.Session.CallTool(ctx, &mcp.CallToolParams{Name: "where", Arguments: map[string]any{}, RequestState: state,
+		return u.Session.CallTool(ctx, &mcp.CallToolParams{Name: "where", Arguments: map[string]any{}, RequestState: state,
 			InputResponses: mcp.InputResponseMap{inputKey(1): &mcp.ElicitResult{Action: "accept", Content: map[string]any{"city": "Oslo"}}}})
-		require.NoError(t, err)
-		p, err := elicittest.Payload(res)
-		require.NoError(t, err)
-		return p
 	}
 	for name, bad := range respellings(first.RequestState) {
-		p := retry(bad)
+		_, err := call(bad)
+		var we *jsonrpc.Error
+		require.ErrorAs(t, err, &we, "%s: a JSON-RPC error", name)
+		assert.EqualValues(t, jsonrpc.CodeInvalidParams, we.Code, name)
+		assert.True(t, strings.HasPrefix(we.Message, CodeInvalidRequestState+": "), "%s: %s", name, we.Message)
+		var p map[string]any
+		require.NoError(t, json.Unmarshal(we.Data, &p), name)
 		assert.Equal(t, CodeInvalidRequestState, p["code"], name)
 		assert.Equal(t, "forged", p["reason"], name)
 	}
-	p := retry(first.RequestState)
+	res, err := call(first.RequestState)
+	require.NoError(t, err)
+	p, err := elicittest.Payload(res)
+	require.NoError(t, err)
 	assert.Equal(t, "Oslo", p["city"], "the token as issued still answers the question: %v", p)
 }

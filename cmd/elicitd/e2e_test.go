@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -196,6 +197,20 @@ func (h *harness) call(t tester, ctx context.Context, tool string, args map[stri
 	res, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: tool, Arguments: args})
 	require.NoError(t, err)
 	return structured(t, res), res.IsError
+}
+
+// refused is the payload of a request elicitd refused with a JSON-RPC error (a
+// requestState that fails its integrity check): invalid params, the message starting with
+// the payload's code, the data the payload.
+func refused(t tester, err error) map[string]any {
+	t.Helper()
+	var we *jsonrpc.Error
+	require.ErrorAs(t, err, &we, "refused with a JSON-RPC error")
+	assert.EqualValues(t, jsonrpc.CodeInvalidParams, we.Code)
+	var out map[string]any
+	require.NoError(t, json.Unmarshal(we.Data, &out))
+	assert.True(t, strings.HasPrefix(we.Message, fmt.Sprint(out["code"])+": "), "%s", we.Message)
+	return out
 }
 
 func structured(t tester, res *mcp.CallToolResult) map[string]any {
@@ -512,8 +527,10 @@ func TestRequestStateIsChecked(t *testing.T) {
 	}
 	state := first.RequestState
 	tampered := state[:len(state)-2] + map[bool]string{true: "AA", false: "AB"}[strings.HasSuffix(state, "AA")]
-	assert.Equal(t, "forged", reason(retry(h.cs, tampered, good, args)))
-	assert.Equal(t, "forged", reason(retry(h.cs, "bm9wZQ.bm9wZQ", good, args)))
+	for _, forged := range []string{tampered, "bm9wZQ.bm9wZQ"} {
+		_, err := h.cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: args, RequestState: forged, InputResponses: good})
+		assert.Equal(t, "forged", reason(refused(t, err)), "a state that fails its integrity check is refused as a request")
+	}
 	assert.Equal(t, "foreign", reason(retry(other.cs, state, good, args)), "another session's state never reaches this elicitation")
 	assert.Equal(t, "foreign", reason(retry(h.cs, state, good, map[string]any{"message": "other", "form": nameForm})))
 	assert.Equal(t, "missing_response", reason(retry(h.cs, state, mcp.InputResponseMap{"elicit-9": good[key]}, args)))

@@ -467,7 +467,9 @@ func TestHTTPPullRetryAfterARestart(t *testing.T) {
 	assert.Equal(t, map[string]any{"name": "Ada"}, out["data"])
 
 	other := startHTTP(t, "ELICITD_STATE_KEY="+strings.Repeat("o", 32), memory)
-	out = retry(other)
+	_, err = pullByHand(t, other, nil, nil).CallTool(timeout(t), &mcp.CallToolParams{Name: "ask_user", Arguments: args,
+		RequestState: first.RequestState, InputResponses: ada})
+	out = refused(t, err)
 	assert.Equal(t, "INVALID_REQUEST_STATE", out["code"])
 	assert.Equal(t, "forged", out["reason"], "another key does not recognise the state")
 	assert.NotContains(t, after.stderr.String()+other.stderr.String(), "Ada", "answers are never logged")
