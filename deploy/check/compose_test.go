@@ -2,6 +2,7 @@ package check
 
 import (
 	"context"
+	"encoding/json"
 	"net"
 	"os"
 	"os/exec"
@@ -66,6 +67,12 @@ func haproxyConfig(t *testing.T) (cfg string, path string, notice time.Duration,
 		servers = append(servers, s[2])
 	}
 	return cfg, path, notice, servers
+}
+
+// templateVar is a dashboard variable: its query is a string or an object, by its type.
+type templateVar struct {
+	Name, Type string
+	Query      json.RawMessage
 }
 
 func TestCompose(t *testing.T) {
@@ -214,12 +221,68 @@ func TestCompose(t *testing.T) {
 		}
 	}
 
-	// Grafana gets the Prometheus data source the dashboard is imported with.
+	// Grafana starts with the Prometheus data source and docs/grafana-dashboard.json, both
+	// provisioned from files: the dashboard is in its dashboards directory, a provider reads
+	// that directory, and the dashboard names its data source through a variable (file
+	// provisioning fills in no import input such as ${DS_PROMETHEUS}).
 	g := p.Services["grafana"]
 	if !slices.ContainsFunc(g.Volumes, func(v types.ServiceVolumeConfig) bool {
 		return strings.HasPrefix(v.Target, "/etc/grafana/provisioning/datasources/")
 	}) {
 		t.Error("Grafana has no provisioned data source")
+	}
+	var provider, dashboard string
+	for _, v := range g.Volumes {
+		switch {
+		case strings.HasPrefix(v.Target, "/etc/grafana/provisioning/dashboards/"):
+			provider = v.Source
+		case strings.HasSuffix(v.Source, filepath.Join("docs", "grafana-dashboard.json")):
+			dashboard = v.Target
+		}
+	}
+	if provider == "" || dashboard == "" {
+		t.Fatalf("Grafana is not provisioned with docs/grafana-dashboard.json (provider %q, dashboard at %q)", provider, dashboard)
+	}
+	var prov struct {
+		Providers []struct {
+			Type    string
+			Options struct{ Path string }
+		}
+	}
+	b, err = os.ReadFile(provider)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := yaml.Unmarshal(b, &prov); err != nil {
+		t.Fatalf("%s: %v", provider, err)
+	}
+	if len(prov.Providers) != 1 || prov.Providers[0].Type != "file" || prov.Providers[0].Options.Path != filepath.Dir(dashboard) {
+		t.Errorf("the dashboard provider %s reads %+v, not the directory of %s", provider, prov.Providers, dashboard)
+	}
+	d, err := os.ReadFile(filepath.Join(repoRoot(t), "docs", "grafana-dashboard.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(d), "${DS_") {
+		t.Error("docs/grafana-dashboard.json names its data source by an import input, which file provisioning leaves unfilled")
+	}
+	var dash struct {
+		Templating struct {
+			List []templateVar
+		}
+	}
+	if err := json.Unmarshal(d, &dash); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.ContainsFunc(dash.Templating.List, func(v templateVar) bool {
+		return v.Name == "datasource" && v.Type == "datasource" && string(v.Query) == `"prometheus"`
+	}) {
+		t.Error("docs/grafana-dashboard.json has no Prometheus data source variable")
+	}
+	for _, uid := range regexp.MustCompile(`"uid":\s*"([^"]*)"`).FindAllStringSubmatch(string(d), -1) {
+		if uid[1] != "${datasource}" && uid[1] != "elicitd" {
+			t.Errorf("a data source by uid %q, not by the variable", uid[1])
+		}
 	}
 	// Every file a service mounts exists.
 	for _, s := range p.Services {
