@@ -522,7 +522,7 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 	kept := true // its end, told (reportEnd)
 	if !c.pull && el.roster != nil {
 		// Its session dies with this node: the roster lets the survivors end it then.
-		el.roster.add(e.ID(), e, spec.Tool, store.OwnerDigest(c.owner), el.clk.Now())
+		el.roster.add(e, spec.Tool, store.OwnerDigest(c.owner), el.clk.Now())
 		defer func() { el.roster.remove(e.ID(), kept) }()
 	}
 	if !resumed {

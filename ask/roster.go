@@ -90,8 +90,9 @@ func (el *Elicitor) startRoster() {
 	go r.run(ctx, el.clk)
 }
 
-// add lists the question e, whose id is id.
-func (r *roster) add(id string, e *elicitation.Elicitation, tool, owner string, at time.Time) {
+// add lists the question e.
+func (r *roster) add(e *elicitation.Elicitation, tool, owner string, at time.Time) {
+	id := e.ID()
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.open[id] = rosterEntry{q: store.OpenQuestion{ID: id, Tool: tool, Owner: owner, Created: at}, e: e}

@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -327,7 +328,7 @@ func runContainer(t *testing.T, rootfs string, entrypoint, env []string, user st
 	_, err := exec.LookPath("runc")
 	need(t, "runc (Debian's package runc)", err)
 	if os.Geteuid() != 0 {
-		t.Skip("runc needs root here")
+		need(t, "root, for runc", errors.New("runc runs a container only as root here"))
 	}
 	bundle := t.TempDir()
 	if out, err := exec.Command("runc", "spec", "--bundle", bundle).CombinedOutput(); err != nil {
