@@ -430,9 +430,22 @@ func TestSIGHUPWithABadTemplateKeepsTheOldOnes(t *testing.T) {
 	out, isErr := w.call(t, timeout(t), "ask_user", map[string]any{"message": "Who?", "template": "contact"})
 	require.False(t, isErr, "%v", out)
 	assert.Equal(t, "completed", out["status"])
+	// A change the bad reload had announced would have come 10 ms after it (go-sdk's
+	// notificationDelay), long before the round trips above ended.
+	select {
+	case <-w.toolsChanged:
+		t.Error("the tools were said to change: the reload that failed announced a change")
+	default:
+	}
+	select {
+	case <-w.resourcesChanged:
+		t.Error("the resources were said to change: the reload that failed announced a change")
+	default:
+	}
 
-	// Fixed, and reloaded: one change of each list is heard, the good reload's. A change
-	// the bad reload had announced would have come before it, and be a second.
+	// Fixed, and reloaded: a change of each list is heard. (Not "exactly one": go-sdk
+	// gathers the changes of one reload into one notification only when they come within
+	// 10 ms of each other, which a loaded CI machine does not always give; a run failed so.)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "contact.json"), []byte(contactV2), 0o644))
 	require.NoError(t, w.cmd.Process.Signal(syscall.SIGHUP))
 	require.Eventually(t, func() bool { return strings.Contains(w.stderr.String(), "templates reloaded") }, failsafe, 20*time.Millisecond)
@@ -442,14 +455,4 @@ func TestSIGHUPWithABadTemplateKeepsTheOldOnes(t *testing.T) {
 	assert.Contains(t, resources(), "elicitd://templates/delivery")
 	out, isErr = w.call(t, timeout(t), "ask_user", map[string]any{"message": "Who?", "template": "delivery"})
 	require.False(t, isErr, "%v", out)
-	select {
-	case <-w.toolsChanged:
-		t.Error("the tools were said to change twice: the reload that failed announced a change")
-	default:
-	}
-	select {
-	case <-w.resourcesChanged:
-		t.Error("the resources were said to change twice: the reload that failed announced a change")
-	default:
-	}
 }
