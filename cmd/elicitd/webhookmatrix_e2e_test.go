@@ -156,7 +156,10 @@ func TestASingleNodeRestartedTellsEachEndOnce(t *testing.T) {
 	after := startHTTPWith(t, args, env)
 	outcomes := map[string]bool{}
 	for range 2 {
-		_, ev := r.next(t)
+		// The timeout's event waits for the new process to start, its first sweep (5 s),
+		// the adoption and the delivery: on a 2-core machine running three race-built
+		// suites at once, longer than the usual 20 s failsafe (two CI runs failed here).
+		_, ev := r.nextWithin(t, 60*time.Second)
 		outcomes[fmt.Sprint(ev["outcome"])] = true
 	}
 	assert.Equal(t, map[string]bool{"shutdown": true, "timeout": true}, outcomes,
