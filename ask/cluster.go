@@ -176,7 +176,9 @@ func (el *Elicitor) serveOp(f forwarded) []byte {
 			out = map[string]any{"id": f.ID, "state": "cancelled"}
 		}
 	case "woke":
-		el.dropSleeper(f.Owner, f.ID, f.Call)
+		if el.dropSleeper(f.Owner, f.ID, f.Call) {
+			el.tally.moved.Add(1) // woken on the node that told us
+		}
 		out = map[string]any{"id": f.ID}
 	case "extend":
 		if f.Seconds < 1 || f.Seconds > MaxExtendSeconds {

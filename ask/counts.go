@@ -45,9 +45,11 @@ type Ended struct {
 	N                        uint64
 }
 
-// Counts are an Elicitor's counters since it was made. A question taken over by another
-// node (2026-07-28) counts on both: as started and ended (shutdown, or fenced) on the
-// node that first asked it, as started again on the node that replays it.
+// Counts are an Elicitor's counters since it was made. A question is open on the node that
+// holds it (its actor, or its sleeper). One that goes on on another node (2026-07-28)
+// counts on both: on the node it leaves as ended (shutdown, or fenced) or, asleep there,
+// as Moved; as started on the node that takes it (a replay, or the timer of a gone node's
+// sleeper taken over).
 type Counts struct {
 	Started []Started
 	Ended   []Ended
@@ -74,6 +76,9 @@ type Counts struct {
 	Hibernated uint64
 	// Swept are the open questions of dead nodes this node ended client_gone.
 	Swept uint64
+	// Moved are the pull-era questions that hibernated here and went on, still open, on
+	// another node (woken there, or taken over): no longer open here, and not ended.
+	Moved uint64
 }
 
 // Open returns the questions started and not yet ended, by era.
@@ -85,6 +90,7 @@ func (c Counts) Open() map[string]uint64 {
 	for _, e := range c.Ended {
 		open[e.Era] -= e.N
 	}
+	open[EraPull] -= c.Moved
 	return open
 }
 
@@ -110,6 +116,7 @@ type tally struct {
 	forwards                               [4]atomic.Uint64 // by forwardResults' index
 	takeOvers, replayedRounds, divergences atomic.Uint64
 	slept                                  atomic.Uint64 // calls that hibernated after a round
+	moved                                  atomic.Uint64 // sleepers whose question woke elsewhere
 }
 
 var answerBuckets = [...]float64{1, 2.5, 5, 10, 30, 60, 120, 300, 600, 1800, 3600, 86400}
@@ -196,6 +203,7 @@ func (el *Elicitor) Counts() Counts {
 	}
 	c.TakeOvers, c.ReplayedRounds, c.Divergences = t.takeOvers.Load(), t.replayedRounds.Load(), t.divergences.Load()
 	c.Hibernated = t.slept.Load()
+	c.Moved = t.moved.Load()
 	c.Swept = uint64(max(el.swept.Load(), 0))
 	return c
 }

@@ -259,6 +259,11 @@ func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error 
 		return err
 	}
 	el.deadlines.Close() // the registry has released every sleeper; none fires from here
+	for _, s := range el.asleep.values() {
+		if el.asleep.drop(s.call, s) {
+			el.tally.moved.Add(1) // its record left for another node
+		}
+	}
 	el.calls.each(func(c *call) { c.kill(reason) })
 	var err error
 	select {
@@ -502,8 +507,7 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		// It ended while the call hibernated, and the sleeper that closed its record here
 		// has not left the registry yet: it is not asked again (under a new id, until the
 		// old deadline); it ends as it did, reported already.
-		o := c.closedOutcome(spec)
-		el.tally.end(spec.Tool, c.pull, o)
+		o := c.closedOutcome(spec) // counted as ended by the sleeper
 		c.setHow(o)
 		return o, nil
 	}
@@ -525,7 +529,10 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		el.roster.add(e, spec.Tool, store.OwnerDigest(c.owner), el.clk.Now())
 		defer func() { el.roster.remove(e.ID(), kept) }()
 	}
-	if !resumed {
+	// Open on this node (tally) from here, unless it was already: asleep here, or ended
+	// while it hibernated (counted then, where it slept).
+	counted := !quiet
+	if counted && (!resumed || !c.heldHere) {
 		el.tally.start(spec.Tool, c.pull)
 	}
 	o := el.wait(ctx, c, e)
@@ -533,7 +540,9 @@ func (el *Elicitor) ask(ctx context.Context, c *call, q Question) (elicitation.O
 		// The call hibernated: the question goes on, in its record.
 		return elicitation.Outcome{}, errHibernated
 	}
-	el.tally.end(spec.Tool, c.pull, o)
+	if counted {
+		el.tally.end(spec.Tool, c.pull, o)
+	}
 	if c.pull {
 		c.setHow(o)
 	}

@@ -263,7 +263,9 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 				latest = true // a replica behind the write that put it to sleep?
 				continue
 			}
-			s.drop(nil)
+			if s.drop(nil) {
+				el.tally.moved.Add(1) // woken or taken over elsewhere
+			}
 			return rec, registry.ErrNotFound
 		}
 		next, err := f(rec)
@@ -310,8 +312,9 @@ func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error 
 	end := recordEnding(rec, state, reason, created, now)
 	o := elicitation.Outcome{ID: rec.Question, Title: rec.Title, Tool: rec.Tool, State: state, Reason: reason,
 		Attempts: rec.Attempts, Rounds: rec.Handed, Created: created, Ended: now}
-	s.drop(&o)
-	el.tally.end(rec.Tool, true, o)
+	if s.drop(&o) {
+		el.tally.end(rec.Tool, true, o)
+	}
 	if el.onEnd != nil {
 		el.onEnd(end)
 	}
@@ -355,13 +358,15 @@ func (x *index[K, V]) load(k K) V {
 	return x.m[k]
 }
 
-// drop removes k, if v is still its value.
-func (x *index[K, V]) drop(k K, v V) {
+// drop removes k, if v is still its value, and reports whether it did.
+func (x *index[K, V]) drop(k K, v V) bool {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.m[k] == v {
-		delete(x.m, k)
+	if x.m[k] != v {
+		return false
 	}
+	delete(x.m, k)
+	return true
 }
 
 // values are the values there are now.
@@ -375,11 +380,14 @@ func (x *index[K, V]) values() []V {
 	return out
 }
 
-// drop takes s out of the registry (with o: its question ended so) and stops its timer.
-func (s *sleeper) drop(o *elicitation.Outcome) {
+// drop takes s out of the registry (with o: its question ended so) and stops its timer. It
+// reports whether s was still this node's sleeper: of two that drop it at once (its timer,
+// a wake), one counts what became of its question.
+func (s *sleeper) drop(o *elicitation.Outcome) bool {
 	s.Release()
-	s.el.asleep.drop(s.call, s)
+	held := s.el.asleep.drop(s.call, s)
 	s.el.reg.Drop(s, o)
+	return held
 }
 
 // Extend moves the question's deadline d later, within its lifetime, in its record.
@@ -459,23 +467,23 @@ func recordEnding(rec store.Record, state elicitation.State, reason elicitation.
 
 // woke drops the sleeper of rec, a record that was asleep and that this node has just
 // taken over (a retry woke it): here, or, on the node that held it, over the relay.
-func (el *Elicitor) woke(rec store.Record) {
+// It reports whether this node held the question asleep (and so counts it open already).
+func (el *Elicitor) woke(rec store.Record) bool {
 	if rec.Node == el.node {
-		el.dropSleeper(rec.Owner, rec.Question, rec.ID)
-		return
+		return el.dropSleeper(rec.Owner, rec.Question, rec.ID)
 	}
 	if el.relay == nil {
-		return
+		return false
 	}
 	msg, err := json.Marshal(forwarded{Op: "woke", Owner: rec.Owner, ID: rec.Question, Call: rec.ID})
 	if err != nil {
-		return
+		return false
 	}
 	// Best effort, either way: a sleeper whose notice is lost finds its record moved when
 	// its timer fires, and drops itself then. A notice is one message, with no answer.
 	if n, ok := el.relay.(store.Notifier); ok {
 		_ = n.Notify(rec.Node, msg)
-		return
+		return false
 	}
 	el.busy.begin()
 	go func() {
@@ -484,6 +492,7 @@ func (el *Elicitor) woke(rec store.Record) {
 		defer cancel()
 		_, _ = el.relay.Send(ctx, rec.Node, msg)
 	}()
+	return false
 }
 
 // dropSleeper drops owner's sleeper of question id, if it sleeps for call.
@@ -496,8 +505,7 @@ func (el *Elicitor) dropSleeper(owner, id, call string) bool {
 	if !ok || s.call != call {
 		return false
 	}
-	s.drop(nil)
-	return true
+	return s.drop(nil)
 }
 
 // closeOut answers a request for a call whose record is closed (its question ended while it
@@ -546,7 +554,7 @@ func (el *Elicitor) wakePure(ctx context.Context, c *call, rec store.Record, st 
 	c.rec = &base
 	c.pend = &pendingClaim{round: st.Round, sum: c.claimSum, log: claim}
 	if rec.Node == el.node {
-		el.dropSleeper(rec.Owner, rec.Question, rec.ID) // before its question is asked again, under its id
+		c.heldHere = el.dropSleeper(rec.Owner, rec.Question, rec.ID) // before its question is asked again, under its id
 	} else {
 		c.wokeFrom = &rec // told once this node's write has landed
 	}
@@ -597,6 +605,7 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
 		s.rec = trimmed(next)
 		s.mu.Unlock()
 		s.arm(rec.Due)
+		el.tally.start(rec.Tool, true) // open here from now on
 		n++
 	}
 	if n > 0 {

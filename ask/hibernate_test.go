@@ -381,3 +381,55 @@ func TestAHibernatingQuestionListsAsItWouldAwake(t *testing.T) {
 	assert.EqualValues(t, 2, asleep["round"])
 	assert.EqualValues(t, 2, asleep["attempt"])
 }
+
+// Each node counts open (Counts.Open) exactly the questions it holds, however they moved: a
+// hibernating question woken on another node, timed out asleep and then closed out by its
+// client's retry, or taken over from a node that is gone. A count of questions that ended
+// here without having started here wrapped below zero (a stats read of 1.8e19 after a
+// restart on the embedded store).
+func TestEveryNodeCountsOpenTheQuestionsItHolds(t *testing.T) {
+	clk, _, _, nodes := heardCluster(t)
+	a, b := nodes[0], nodes[1]
+	holds := func(msg string) {
+		t.Helper()
+		for name, n := range map[string]*clusterNode{"A": a, "B": b} {
+			require.Eventually(t, func() bool {
+				return n.el.Counts().Open()[ask.EraPull] == uint64(n.el.Registry().Len())
+			}, failsafeBound, time.Millisecond, "%s: on %s, open %v, held %d", msg, name, n.el.Counts().Open(), n.el.Registry().Len())
+		}
+	}
+
+	// Woken on B, then answered there.
+	first := a.call(t, "", 0, nil)
+	holds("asked on A")
+	second := b.call(t, first.RequestState, 1, map[string]any{"name": "Ada", "age": 12}) // re-prompted, on B
+	r, _ := asked(t, second)
+	require.Equal(t, 2, r)
+	require.Eventually(t, func() bool { return a.el.Registry().Len() == 0 }, failsafeBound, time.Millisecond)
+	holds("woken on B")
+	payload(t, b, second.RequestState, 2, map[string]any{"age": 36})
+	holds("answered on B")
+
+	// Timed out asleep, then closed out by the retry, on either node.
+	timed := a.call(t, "", 0, nil)
+	clk.Add(time.Minute)
+	require.Eventually(t, func() bool { return a.el.Registry().Len() == 0 }, failsafeBound, time.Millisecond)
+	holds("timed out asleep")
+	p := payload(t, b, timed.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	require.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
+	holds("closed out on B")
+
+	// Taken over from A, gone, by B's sweep, then timed out there.
+	a.call(t, "", 0, nil)
+	require.NoError(t, a.el.Close(context.Background(), elicitation.Shutdown))
+	takesOver(t, clk, b)
+	holds("taken over by B")
+	clk.Add(time.Minute)
+	require.Eventually(t, func() bool { return b.el.Registry().Len() == 0 }, failsafeBound, time.Millisecond)
+	holds("timed out on B")
+	for _, n := range []*clusterNode{a, b} {
+		for era, open := range n.el.Counts().Open() {
+			assert.Zero(t, open, "era %s", era)
+		}
+	}
+}

@@ -67,6 +67,9 @@ type call struct {
 	// A call whose record was closed (hibernate.go): the question it was asking has ended,
 	// and was reported; when the replay reaches it, it is ended again with closeReason.
 	closedAt    bool
+	// heldHere: the question a replay reaches live was asleep on this node, which counts
+	// it open already (tally).
+	heldHere bool
 	closeReason elicitation.Reason
 
 	durable // its record, with a store

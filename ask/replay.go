@@ -199,7 +199,7 @@ func (el *Elicitor) takeOver(ctx context.Context, rec store.Record, absent bool,
 	}
 	c.rec.Revision = rev
 	if rec.Asleep {
-		el.woke(rec) // before the replay asks its question again, under its id
+		c.heldHere = el.woke(rec) // before the replay asks its question again, under its id
 	} else {
 		from := rec.Node
 		if absent {
