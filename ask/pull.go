@@ -66,10 +66,10 @@ type call struct {
 	question string // a call taken over: the id of the question it was asking, kept
 	// A call whose record was closed (hibernate.go): the question it was asking has ended,
 	// and was reported; when the replay reaches it, it is ended again with closeReason.
-	closedAt    bool
+	closedAt bool
 	// heldHere: the question a replay reaches live was asleep on this node, which counts
 	// it open already (tally).
-	heldHere bool
+	heldHere    bool
 	closeReason elicitation.Reason
 
 	durable // its record, with a store
