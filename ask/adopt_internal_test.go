@@ -2,14 +2,18 @@ package ask
 
 import (
 	"context"
+	"fmt"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/elicitd/elicitd/elicitation"
+	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/memory"
 	"github.com/elicitd/elicitd/store/storetest"
 )
@@ -36,4 +40,60 @@ func TestAStoppingNodeAdoptsNothing(t *testing.T) {
 	assert.Equal(t, "gone", got.Node, "the record is still the gone node's, for another survivor to adopt")
 	assert.Equal(t, rec.Epoch, got.Epoch)
 	assert.Zero(t, el.asleep.len())
+}
+
+// allFailsOnce is a store whose first read of every record fails, as one under load did in
+// a robustness run.
+type allFailsOnce struct {
+	*memory.Store
+	failed atomic.Bool
+}
+
+func (s *allFailsOnce) All(ctx context.Context) ([]store.Record, error) {
+	if !s.failed.Swap(true) {
+		return nil, fmt.Errorf("%w: nats: timeout", store.ErrUnavailable)
+	}
+	return s.Store.All(ctx)
+}
+
+// A survivor whose read of the store fails as it sweeps a dead node's roster tells the
+// dead node's push-era ends once, and keeps its roster, without them, so that the next
+// sweep adopts the hibernating questions: deleted at once, it left them with no timer.
+func TestASweepThatCannotReadTheStoreAdoptsAtTheNext(t *testing.T) {
+	mem := memory.New(memory.Options{})
+	t.Cleanup(func() { _ = mem.Close() })
+	st := &allFailsOnce{Store: mem}
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	var told atomic.Int32
+	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: st, Relay: &memory.Relay{},
+		Node: "survivor", Clock: clk, OnEnd: func(Ending) { told.Add(1) }})
+	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+	now := clk.Now()
+	rec := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
+	rec.Node, rec.Asleep, rec.Question, rec.Due = "gone", true, "Q1", now.Add(30*time.Minute)
+	rec.Claimed, rec.Outcome, rec.Ends = 2, nil, nil
+	_, err := st.Create(context.Background(), rec)
+	require.NoError(t, err)
+	_, err = st.Create(context.Background(), store.Record{ID: "gone", Owner: rosterOwner, Era: "roster", Node: "gone", Created: now,
+		Deadline: now.Add(rosterLife), State: "active", Open: []store.OpenQuestion{{ID: "P1", Tool: "ask_user", Created: now}}})
+	require.NoError(t, err)
+
+	el.roster.sweep(context.Background())
+	assert.EqualValues(t, 1, told.Load(), "the push question's end is told")
+	got, err := st.Get(context.Background(), "alice", rec.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "gone", got.Node, "not adopted: the store could not be read")
+	left, err := st.Get(context.Background(), rosterOwner, "gone")
+	require.NoError(t, err, "the dead node's roster stays for the next sweep")
+	assert.Empty(t, left.Open, "without the ends told already")
+
+	el.roster.sweep(context.Background())
+	assert.EqualValues(t, 1, told.Load(), "told once")
+	got, err = st.Get(context.Background(), "alice", rec.ID)
+	require.NoError(t, err)
+	assert.Equal(t, "survivor", got.Node, "adopted by the next sweep")
+	assert.Equal(t, 1, el.asleep.len())
+	_, err = st.Get(context.Background(), rosterOwner, "gone")
+	assert.ErrorIs(t, err, store.ErrNotFound, "the roster goes once all is adopted")
 }

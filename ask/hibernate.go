@@ -570,18 +570,19 @@ func (el *Elicitor) wakePure(ctx context.Context, c *call, rec store.Record, st 
 // adoptAsleep takes over the timers of the questions that dead, a node that is gone, held
 // asleep: each record is made this node's (the next epoch, still asleep), and a sleeper
 // here ends it at its deadline, or at once if that has passed. Called by the survivor that
-// swept dead's roster (roster.go); it reads the whole store once.
-func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
+// swept dead's roster (roster.go); it reads the whole store once. It reports whether it
+// adopted them all: not when the store failed it, or this node began to stop.
+func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) bool {
 	sc, ok := el.store.(store.Scanner)
 	if !ok || !el.hibernate {
-		return
+		return true
 	}
 	recs, err := sc.All(ctx)
 	if err != nil {
-		el.log.Warn("cannot read the questions a node that is gone held asleep", "node", dead, "error", err.Error())
-		return
+		el.log.Warn("cannot read the questions a node that is gone held asleep; the next sweep tries again", "node", dead, "error", err.Error())
+		return false
 	}
-	n := 0
+	n, all := 0, true
 	for _, rec := range recs {
 		if rec.Era != "pull" || rec.State != "active" || !rec.Asleep || rec.Node != dead {
 			continue
@@ -592,12 +593,14 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
 		// Held here before the record says so: a record made this node's that no sleeper
 		// here held would wait for a retry to end it, not for its deadline.
 		if el.reg.Adopt(rec.Owner, s) != nil {
+			all = all && !el.stopping.Load()
 			continue // this node is stopping, or holds the question already
 		}
 		el.holdSleeper(s)
 		rev, err := el.store.Update(ctx, next)
 		if err != nil {
 			s.drop(nil) // woken meanwhile, or the store is away (a retry still wakes it)
+			all = all && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound))
 			continue
 		}
 		next.Revision = rev
@@ -611,6 +614,7 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) {
 	if n > 0 {
 		el.log.Info("took over the questions a node that is gone held asleep", "node", dead, "questions", n)
 	}
+	return all && ctx.Err() == nil && !el.stopping.Load()
 }
 
 // keptRecord is the record of call id as the sleeper here keeps it, for a retry of owner's

@@ -25,9 +25,10 @@ package ask
 //
 // A survivor that deleted a dead node's roster holds that node's push questions alone: it
 // tells their ends though it begins to stop meanwhile, and an end it could not keep as it
-// stops it leaves in its own roster, as its own. (The dead node's hibernating questions it
-// adopts only while it runs: one stopping in that moment leaves them unadopted, their
-// deadlines kept by no timer until a retry of their client wakes them.)
+// stops it leaves in its own roster, as its own. The dead node's hibernating questions it
+// adopts only while it runs and reads the store: until it has adopted them all, the dead
+// node's roster stays (its push questions taken off), and the next sweep, here or on
+// another survivor, adopts the rest.
 
 import (
 	"context"
@@ -237,22 +238,30 @@ func (r *roster) sweep(ctx context.Context) {
 		if !errors.Is(err, store.ErrNoNode) {
 			continue // it runs (or cannot be told from one that does): its questions are its own
 		}
-		if err := el.store.Delete(ctx, rosterOwner, rec.ID, rec.Revision); err != nil {
+		// Claimed (compare-and-set) with its push questions taken off: this node alone tells
+		// their ends. The roster goes once the dead node's hibernating questions are
+		// adopted too; until then the next sweep, here or on another survivor, adopts them.
+		claimed := rec
+		claimed.Open = nil
+		rev, err := el.store.Update(ctx, claimed)
+		if err != nil {
 			continue // another survivor swept it first, or the store is away: the next sweep sees
 		}
-		r.takeOver(ctx, rec)
+		if r.takeOver(ctx, rec) {
+			_ = el.store.Delete(ctx, rosterOwner, rec.ID, rev)
+		}
 	}
 }
 
 // takeOver adopts the hibernating questions of rec's node, a dead one whose roster this
-// node deleted, and tells the ends of its push-era questions: those it ended as it stopped,
+// node claimed, and tells the ends of its push-era questions: those it ended as it stopped,
 // again, and the others, ended client_gone now. The ends are told though this node begins
 // to stop meanwhile (ctx ended: its adoptions are cut short, a stopping registry takes
 // none), and an end not kept (OnEndErr) while it stops is left in its own roster, for the
-// next survivor (close).
-func (r *roster) takeOver(ctx context.Context, rec store.Record) {
+// next survivor (close). It reports whether every hibernating question was adopted.
+func (r *roster) takeOver(ctx context.Context, rec store.Record) bool {
 	el := r.el
-	el.adoptAsleep(ctx, rec.Node)
+	adopted := el.adoptAsleep(ctx, rec.Node)
 	now := el.clk.Now()
 	for _, q := range rec.Open {
 		if q.State != "" {
@@ -273,6 +282,7 @@ func (r *roster) takeOver(ctx context.Context, rec store.Record) {
 			r.mu.Unlock()
 		}
 	}
+	return adopted
 }
 
 // tellEnded tells Options.OnEnd of q, a question of a dead node that has ended (q.State):

@@ -217,8 +217,8 @@ func TestAStoppedNodesPushEndIsToldAgainByASurvivor(t *testing.T) {
 	}
 }
 
-// stallingSweep is a store whose delete of one roster (a sweep's compare-and-set) waits
-// until the sweep's context ends, then deletes: the sweeping node began to stop between
+// stallingSweep is a store whose claim of one roster (a sweep's compare-and-set) waits
+// until the sweep's context ends, then writes: the sweeping node began to stop between
 // taking the dead node's questions over and telling their ends.
 type stallingSweep struct {
 	*memory.Store
@@ -226,13 +226,13 @@ type stallingSweep struct {
 	entered chan struct{}
 }
 
-func (s *stallingSweep) Delete(ctx context.Context, owner, id string, rev uint64) error {
-	if owner == "elicitd:nodes" && id == s.roster {
+func (s *stallingSweep) Update(ctx context.Context, rec store.Record) (uint64, error) {
+	if rec.Owner == "elicitd:nodes" && rec.ID == s.roster {
 		close(s.entered)
 		<-ctx.Done()
-		return s.Store.Delete(context.Background(), owner, id, rev)
+		return s.Store.Update(context.Background(), rec)
 	}
-	return s.Store.Delete(ctx, owner, id, rev)
+	return s.Store.Update(ctx, rec)
 }
 
 // A node that stops while it sweeps a dead node's roster still tells the ends it took
@@ -277,8 +277,9 @@ func TestANodeStoppedMidSweepLeavesTheEndsItTookOver(t *testing.T) {
 		}
 	}, failsafeBound, 10*time.Millisecond, "B sweeps the dead node's roster")
 	require.NoError(t, b.Close(context.Background(), elicitation.Shutdown)) // B stops mid-sweep
-	_, err = s.Get(context.Background(), "elicitd:nodes", "dead-node")
-	require.ErrorIs(t, err, store.ErrNotFound, "B took the dead node's roster")
+	claimed, err := s.Get(context.Background(), "elicitd:nodes", "dead-node")
+	require.NoError(t, err, "the dead node's roster stays: B, stopping, adopted none of its hibernating questions")
+	require.Empty(t, claimed.Open, "B took the dead node's push questions")
 	told := heardB.list()
 	require.Len(t, told, 1, "B tells the end it took over, though it stops")
 	assert.Equal(t, "Q1", told[0].Key)
