@@ -151,6 +151,7 @@ type Elicitor struct {
 	linger       time.Duration           // Options.Linger, with RecordBehind
 	held         index[*call, *call]     // calls whose first round's write is held back (linger), each its own key
 	hibernate    bool                    // !Options.KeepAwake
+	taskSupport  sync.Map                // tool name -> Tool.Tasks
 	asleep       index[string, *sleeper] // call id -> *sleeper: the hibernating questions this node holds the timers of
 	deadlines    *timers.Set[*sleeper]   // their deadlines, on one clock timer
 	node         string                  // this Elicitor's name among those sharing the store

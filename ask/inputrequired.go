@@ -11,6 +11,9 @@ import (
 // "content" the SDK writes as null (its CallToolResult always carries the field).
 type inputRequired struct{ *mcp.CallToolResult }
 
+// ToolResult is the result r encodes (for a middleware outside, package tasks).
+func (r inputRequired) ToolResult() *mcp.CallToolResult { return r.CallToolResult }
+
 // nullContent is how the SDK's encoding starts when _meta is empty: Content is the first
 // field after the omitempty _meta.
 const nullContent = `{"content":null,`

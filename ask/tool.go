@@ -26,7 +26,12 @@ type Tool struct {
 	Replayable bool
 	// Pure declares that the handler acts on nothing outside its result (see the option
 	// Pure): with a store, each round then costs one write instead of two.
-	Pure   bool
+	Pure bool
+	// Tasks is how the tool takes part in the MCP Tasks extension, in its words (tools/list's
+	// execution.taskSupport): "optional" (a call that has to wait may become a task, for a
+	// client that has the extension), "required"; empty: never a task. Package tasks reads
+	// it through Elicitor.TaskSupport.
+	Tasks  string
 	schema *jsonschema.Schema
 	handle func(ctx context.Context, args json.RawMessage) (any, error)
 }
@@ -87,6 +92,9 @@ func InputSchema[In any]() *jsonschema.Schema {
 // Add registers tools on server. Each may ask, in either era.
 func (el *Elicitor) Add(server *mcp.Server, tools ...Tool) {
 	for _, t := range tools {
+		if t.Tasks != "" {
+			el.taskSupport.Store(t.Name, t.Tasks)
+		}
 		handle := t.handle
 		var opts []ToolOption
 		if t.Replayable {
@@ -210,4 +218,12 @@ func encodedSchema(schema *jsonschema.Schema) any {
 		return schema
 	}
 	return json.RawMessage(b)
+}
+
+// TaskSupport is the task support (Tool.Tasks) of the tool name added with Add: "" for
+// none.
+func (el *Elicitor) TaskSupport(name string) string {
+	v, _ := el.taskSupport.Load(name)
+	s, _ := v.(string)
+	return s
 }

@@ -264,6 +264,11 @@ type Record struct {
 	// Page is the question's URL-mode page link, if it has one.
 	Page *PageLink `json:"page,omitempty"`
 
+	// Task, in a task's record (Era "task": package tasks), is the task as that package
+	// keeps it: its status, the call's requestState and what it is waiting for or ended
+	// with. The call's questions have their own records.
+	Task json.RawMessage `json:"task,omitempty"`
+
 	// Revision is set by the store on every read and write; Update and Delete compare it.
 	Revision uint64 `json:"-"`
 }

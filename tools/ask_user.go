@@ -97,6 +97,7 @@ func AskUser(o AskUserOptions) ask.Tool {
 	// replayed on another node, or after a restart, and two runs given the same answers
 	// harm nothing.
 	tool.Replayable, tool.Pure = true, true
+	tool.Tasks = "optional" // a call that waits for the person may be a task
 	return tool
 }
 

@@ -72,6 +72,7 @@ func ToolsWith(cfg ups.Config, set *templates.Set) []ask.Tool {
 	}
 	for i := range all {
 		all[i].Replayable = true
+		all[i].Tasks = "optional" // one that has to ask may be a task
 	}
 	return all
 }
