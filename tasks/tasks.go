@@ -1,0 +1,860 @@
+package tasks
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"maps"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/store"
+)
+
+// Extension is the extension's name, under capabilities.extensions.
+const Extension = "io.modelcontextprotocol/tasks"
+
+// PullEra is the first protocol version whose calls can be tasks: a task's rounds are the
+// multi round-trip requests (SEP-2322) of 2026-07-28.
+const PullEra = "2026-07-28"
+
+// Support is how a tool takes part in tasks, as tools/list declares it
+// (execution.taskSupport).
+type Support string
+
+// The supports the extension names.
+const (
+	Forbidden Support = "forbidden" // never a task (the default)
+	Optional  Support = "optional"  // a task when it has to wait, for a client that has the extension
+	Required  Support = "required"  // only for a client that has the extension; refused otherwise
+)
+
+// Task statuses.
+const (
+	Working       = "working"
+	InputRequired = "input_required"
+	Completed     = "completed"
+	Failed        = "failed"
+	Cancelled     = "cancelled"
+)
+
+// Options configure a Server. Zero values take the defaults noted.
+type Options struct {
+	// Store keeps the tasks' records; required. Every node of a cluster shares it.
+	Store store.Store
+	Clock clock.Clock // the real clock
+	// Window is how long a call runs before it becomes a task; 250 ms. A call that has
+	// completed by then answers as it is; one asking the person becomes a task at once.
+	Window time.Duration
+	// PollInterval is the pollIntervalMs a task suggests; 1 s.
+	PollInterval time.Duration
+	// TTL is how long a task is kept from its last change (ttlMs counts from its creation,
+	// and grows with each change); 24 h. Give it the longest a question may wait,
+	// extensions included, plus the time a result is kept for.
+	TTL time.Duration
+	// Owner names the caller a task belongs to, from the request (its session, its OAuth
+	// subject or its static token); required.
+	Owner func(*mcp.CallToolRequest) string
+	// SupportOf, when set, says how a tool not declared with Allow takes part (for one,
+	// ask.Elicitor.TaskSupport, which reads ask.Tool.Tasks).
+	SupportOf func(tool string) Support
+	Logger    *slog.Logger // discards when nil
+}
+
+// Server serves the extension beside the tools of a go-sdk server.
+type Server struct {
+	o     Options
+	log   *slog.Logger
+	mu    sync.Mutex
+	tools map[string]toolTasks
+	// running are the calls this node runs for a task in working, by task id.
+	running map[string]context.CancelCauseFunc
+	busy    sync.WaitGroup
+	closed  bool
+}
+
+type toolTasks struct {
+	support Support
+	inline  bool
+}
+
+// New returns a Server; Install puts it on a go-sdk server.
+func New(o Options) *Server {
+	if o.Clock == nil {
+		o.Clock = clock.New()
+	}
+	if o.Window <= 0 {
+		o.Window = 250 * time.Millisecond
+	}
+	if o.PollInterval <= 0 {
+		o.PollInterval = time.Second
+	}
+	if o.TTL <= 0 {
+		o.TTL = 24 * time.Hour
+	}
+	log := o.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	return &Server{o: o, log: log, tools: map[string]toolTasks{}, running: map[string]context.CancelCauseFunc{}}
+}
+
+// ToolOption qualifies a tool's Support.
+type ToolOption int
+
+// AsksInline: the tool asks the person over the pull era's own rounds (input_required
+// results to the call), and becomes a task only for the work that follows its last round.
+const AsksInline ToolOption = 1
+
+// Allow declares how the tool name takes part in tasks.
+func (s *Server) Allow(name string, support Support, opts ...ToolOption) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.tools[name] = toolTasks{support: support, inline: slices.Contains(opts, AsksInline)}
+}
+
+func (s *Server) toolOf(name string) toolTasks {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	t, ok := s.tools[name]
+	if !ok && s.o.SupportOf != nil {
+		t.support = s.o.SupportOf(name)
+	}
+	if t.support != Optional && t.support != Required {
+		t.support = Forbidden
+	}
+	return t
+}
+
+// Capabilities adds the extension to caps, the server's capabilities (mcp.ServerOptions),
+// for server/discover and initialize.
+func Capabilities(caps *mcp.ServerCapabilities) {
+	caps.AddExtension(Extension, map[string]any{})
+}
+
+// Install registers the extension's methods on srv and puts its middleware outside the
+// middleware srv has: call it after the tools' own (ask.Elicitor's) are in place.
+func (s *Server) Install(srv *mcp.Server) error {
+	for _, err := range []error{
+		mcp.AddReceivingCustomMethod(srv, "tasks/get", func(context.Context, *mcp.ServerSession, *taskParams) (*detailed, error) {
+			return nil, errNotReached
+		}),
+		mcp.AddReceivingCustomMethod(srv, "tasks/update", func(context.Context, *mcp.ServerSession, *updateParams) (*ack, error) {
+			return nil, errNotReached
+		}),
+		mcp.AddReceivingCustomMethod(srv, "tasks/cancel", func(context.Context, *mcp.ServerSession, *taskParams) (*ack, error) {
+			return nil, errNotReached
+		}),
+	} {
+		if err != nil {
+			return err
+		}
+	}
+	srv.AddReceivingMiddleware(s.middleware)
+	return nil
+}
+
+// errNotReached: the methods are answered by the middleware, which holds the handler of
+// tools/call that a task's rounds go to.
+var errNotReached = errors.New("tasks: the extension's middleware is not installed")
+
+// Close stops the calls this node runs for tasks in working (each ends failed, its record
+// says so) and waits for them, or for ctx.
+func (s *Server) Close(ctx context.Context) error {
+	s.mu.Lock()
+	s.closed = true
+	for _, cancel := range s.running {
+		cancel(errStopping)
+	}
+	s.mu.Unlock()
+	done := make(chan struct{})
+	go func() { s.busy.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+var errStopping = errors.New("the node running the task stopped")
+
+// Wire types.
+
+type taskParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+type updateParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+	// Raw: a response under a key the task never asked is ignored, whatever its shape.
+	InputResponses map[string]json.RawMessage `json:"inputResponses"`
+}
+
+// ack is the empty answer of tasks/update and tasks/cancel.
+type ack struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+// envelope is a task as the wire has it: CreateTaskResult (resultType "task") and, with
+// the detail, tasks/get's DetailedTask (resultType "complete").
+type envelope struct {
+	ResultType     string    `json:"resultType"`
+	TaskID         string    `json:"taskId"`
+	Status         string    `json:"status"`
+	StatusMessage  string    `json:"statusMessage,omitempty"`
+	CreatedAt      time.Time `json:"createdAt"`
+	LastUpdatedAt  time.Time `json:"lastUpdatedAt"`
+	TTLMs          int64     `json:"ttlMs"`
+	PollIntervalMs int64     `json:"pollIntervalMs"`
+}
+
+type created struct {
+	mcp.ResultBase
+	envelope
+}
+
+type detailed struct {
+	mcp.ResultBase
+	envelope
+	InputRequests map[string]json.RawMessage `json:"inputRequests,omitempty"`
+	Result        json.RawMessage            `json:"result,omitempty"`
+	Error         *wireError                 `json:"error,omitempty"`
+}
+
+type wireError struct {
+	Code    int64           `json:"code"`
+	Message string          `json:"message"`
+	Data    json.RawMessage `json:"data,omitempty"`
+}
+
+// task is what a task's record keeps (store.Record.Task).
+type task struct {
+	Status  string    `json:"status"`
+	Message string    `json:"message,omitempty"`
+	Tool    string    `json:"tool"`
+	Args    any       `json:"args,omitempty"`
+	Created time.Time `json:"created"`
+	Updated time.Time `json:"updated"`
+	// The round being asked: the call's requestState, and its open input requests and the
+	// answers given to them so far, by the task's keys (round-qualified: unique over the
+	// task's life) with the tool's own key beside.
+	Round        int                        `json:"round,omitempty"`
+	RequestState string                     `json:"requestState,omitempty"`
+	Inputs       map[string]input           `json:"inputs,omitempty"`
+	Answers      map[string]json.RawMessage `json:"answers,omitempty"`
+	Result       json.RawMessage            `json:"result,omitempty"`
+	Error        *wireError                 `json:"error,omitempty"`
+	Node         string                     `json:"node,omitempty"` // whose process runs it while working
+}
+
+type input struct {
+	Key     string          `json:"key"` // the tool's
+	Request json.RawMessage `json:"request"`
+}
+
+func later(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+func terminal(status string) bool {
+	return status == Completed || status == Failed || status == Cancelled
+}
+
+// ownerKey is the store owner of the tasks of caller owner: apart from its questions.
+func ownerKey(owner string) string { return "task:" + owner }
+
+// declares reports whether caps names the extension.
+func declares(caps *mcp.ClientCapabilities) bool {
+	if caps == nil {
+		return false
+	}
+	_, ok := caps.Extensions[Extension]
+	return ok
+}
+
+func missingCapability(what string) error {
+	data, err := json.Marshal(map[string]any{"requiredCapabilities": map[string]any{"extensions": map[string]any{Extension: map[string]any{}}}})
+	if err != nil {
+		return err
+	}
+	return &jsonrpc.Error{Code: mcp.CodeMissingRequiredClientCapabilities, Data: data,
+		Message: fmt.Sprintf("%s needs the client capability extensions[%q], which the request does not declare", what, Extension)}
+}
+
+func invalidParams(format string, args ...any) error {
+	return &jsonrpc.Error{Code: jsonrpc.CodeInvalidParams, Message: fmt.Sprintf(format, args...)}
+}
+
+func (s *Server) middleware(next mcp.MethodHandler) mcp.MethodHandler {
+	return func(ctx context.Context, method string, req mcp.Request) (mcp.Result, error) {
+		switch method {
+		case "tools/call":
+			r, ok := req.(*mcp.CallToolRequest)
+			if !ok {
+				break
+			}
+			return s.call(ctx, r, next)
+		case "tools/list":
+			res, err := next(ctx, method, req)
+			if l, ok := res.(*mcp.ListToolsResult); ok && err == nil {
+				return s.listed(l), nil
+			}
+			return res, err
+		case "tasks/get", "tasks/update", "tasks/cancel":
+			return s.method(ctx, method, req, next)
+		}
+		return next(ctx, method, req)
+	}
+}
+
+// call runs a tools/call: as a task, or as it is.
+func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (mcp.Result, error) {
+	t := s.toolOf(req.Params.Name)
+	if t.support == Forbidden {
+		return next(ctx, "tools/call", req)
+	}
+	if !declares(req.ClientCapabilities()) {
+		if t.support == Required {
+			return nil, missingCapability("the tool " + strconv.Quote(req.Params.Name))
+		}
+		return next(ctx, "tools/call", req)
+	}
+	if req.ProtocolVersion() < PullEra {
+		return next(ctx, "tools/call", req) // its questions go out as elicitation/create
+	}
+	owner := s.o.Owner(req)
+	if owner == "" {
+		return next(ctx, "tools/call", req)
+	}
+	id := rand.Text()
+	now := s.o.Clock.Now()
+	tk := task{Status: Working, Tool: req.Params.Name, Created: now, Updated: now}
+	if len(req.Params.Arguments) > 0 {
+		tk.Args = json.RawMessage(req.Params.Arguments)
+	}
+	run := s.start(ctx, detached(req), next)
+	select {
+	case o := <-run.done:
+		res, ok := toolResult(o.res)
+		if o.err != nil || !ok || len(res.InputRequests) == 0 || t.inline {
+			// Completed (or failed) within the window, or asking over the pull era's own
+			// rounds: as it is.
+			return o.res, o.err
+		}
+		s.settle(&tk, o)
+		rec, err := s.create(ctx, owner, id, tk)
+		if err != nil {
+			return nil, err
+		}
+		return s.createdResult(rec, tk), nil
+	case <-s.o.Clock.After(s.o.Window):
+	}
+	// Still working: a task from here. Its record first, then the handle.
+	tk.Node = nodeTag
+	rec, err := s.create(ctx, owner, id, tk)
+	if err != nil {
+		run.cancel(err)
+		return nil, err
+	}
+	s.adopt(owner, id, run)
+	return s.createdResult(rec, tk), nil
+}
+
+// nodeTag names this process in the records of the tasks it runs while working.
+var nodeTag = rand.Text()[:10]
+
+// running is a tools/call under way for a task.
+type running struct {
+	done   chan outcome
+	cancel context.CancelCauseFunc
+}
+
+type outcome struct {
+	res mcp.Result
+	err error
+}
+
+// start calls the tool for req on its own goroutine, outliving the request.
+func (s *Server) start(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) running {
+	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
+	r := running{done: make(chan outcome, 1), cancel: cancel}
+	s.busy.Add(1)
+	go func() {
+		defer s.busy.Done()
+		res, err := next(cctx, "tools/call", req)
+		r.done <- outcome{res, err}
+	}()
+	return r
+}
+
+// adopt waits, on its own goroutine, for the call run started for task id (working), and
+// records what it comes to.
+func (s *Server) adopt(owner, id string, run running) {
+	s.mu.Lock()
+	s.running[id] = run.cancel
+	s.mu.Unlock()
+	s.busy.Add(1)
+	go func() {
+		defer s.busy.Done()
+		o := <-run.done
+		s.mu.Lock()
+		delete(s.running, id)
+		s.mu.Unlock()
+		err := s.change(context.Background(), owner, id, func(tk *task) bool {
+			if terminal(tk.Status) || tk.Node != nodeTag {
+				return false // cancelled meanwhile, or taken on elsewhere
+			}
+			s.settle(tk, o)
+			return true
+		})
+		if err != nil {
+			s.log.Warn("a task's outcome could not be recorded", "task", id, "error", err.Error())
+		}
+		run.cancel(nil)
+	}()
+}
+
+// toolResult is res as a CallToolResult, however the middleware inside wrapped it.
+func toolResult(res mcp.Result) (*mcp.CallToolResult, bool) {
+	switch r := res.(type) {
+	case *mcp.CallToolResult:
+		return r, r != nil
+	case interface{ ToolResult() *mcp.CallToolResult }:
+		tr := r.ToolResult()
+		return tr, tr != nil
+	}
+	return nil, false
+}
+
+// settle puts into tk what a round of its call came to: the next round's input requests,
+// the tool's result, or the JSON-RPC error.
+func (s *Server) settle(tk *task, o outcome) {
+	tk.Updated = s.o.Clock.Now()
+	tk.Node, tk.Answers, tk.Inputs, tk.RequestState, tk.Message = "", nil, nil, "", ""
+	if o.err != nil {
+		tk.Status, tk.Error = Failed, asWireError(o.err)
+		return
+	}
+	res, ok := toolResult(o.res)
+	if !ok {
+		tk.Status, tk.Error = Failed, &wireError{Code: jsonrpc.CodeInternalError, Message: "the tool returned no result"}
+		return
+	}
+	if len(res.InputRequests) > 0 {
+		raw, err := json.Marshal(res.InputRequests)
+		var reqs map[string]json.RawMessage
+		if err == nil {
+			err = json.Unmarshal(raw, &reqs)
+		}
+		if err != nil {
+			tk.Status, tk.Error = Failed, &wireError{Code: jsonrpc.CodeInternalError, Message: "the tool's input requests do not encode: " + err.Error()}
+			return
+		}
+		tk.Round++
+		tk.Status, tk.RequestState, tk.Inputs = InputRequired, res.RequestState, map[string]input{}
+		for k, r := range reqs {
+			tk.Inputs[strconv.Itoa(tk.Round)+"-"+k] = input{Key: k, Request: r}
+		}
+		tk.Message = "waiting for the person's answer"
+		return
+	}
+	bare := *res
+	bare.Meta = nil // the server's _meta of the round, not the task's
+	raw, err := json.Marshal(&bare)
+	if err != nil {
+		tk.Status, tk.Error = Failed, &wireError{Code: jsonrpc.CodeInternalError, Message: "the tool's result does not encode: " + err.Error()}
+		return
+	}
+	tk.Status, tk.Result = Completed, withComplete(raw)
+}
+
+// withComplete is a CallToolResult's encoding with resultType "complete".
+func withComplete(raw json.RawMessage) json.RawMessage {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(raw, &m) != nil {
+		return raw
+	}
+	m["resultType"] = json.RawMessage(`"complete"`)
+	if b, err := json.Marshal(m); err == nil {
+		return b
+	}
+	return raw
+}
+
+func asWireError(err error) *wireError {
+	var je *jsonrpc.Error
+	if errors.As(err, &je) {
+		return &wireError{Code: je.Code, Message: je.Message, Data: je.Data}
+	}
+	return &wireError{Code: jsonrpc.CodeInternalError, Message: err.Error()}
+}
+
+// create writes task id's first record.
+func (s *Server) create(ctx context.Context, owner, id string, tk task) (store.Record, error) {
+	raw, err := json.Marshal(tk)
+	if err != nil {
+		return store.Record{}, err
+	}
+	rec := store.Record{ID: id, Owner: ownerKey(owner), Tool: tk.Tool, Era: "task", Created: tk.Created,
+		Deadline: tk.Created.Add(s.o.TTL), State: tk.Status, Task: raw}
+	rev, err := s.o.Store.Create(context.WithoutCancel(ctx), rec)
+	if err != nil {
+		return store.Record{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task could not be recorded: " + err.Error()}
+	}
+	rec.Revision = rev
+	return rec, nil
+}
+
+// read returns caller owner's task id.
+func (s *Server) read(ctx context.Context, owner, id string) (store.Record, task, error) {
+	if !store.ValidID(id) {
+		return store.Record{}, task{}, invalidParams("taskId %q: no such task", id)
+	}
+	rec, err := s.o.Store.Get(ctx, ownerKey(owner), id)
+	if errors.Is(err, store.ErrNotFound) {
+		return rec, task{}, invalidParams("taskId %q: no such task", id)
+	}
+	if err != nil {
+		return rec, task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task's store did not answer: " + err.Error()}
+	}
+	var tk task
+	if err := json.Unmarshal(rec.Task, &tk); err != nil {
+		return rec, task{}, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task's record does not decode: " + err.Error()}
+	}
+	return rec, tk, nil
+}
+
+// change applies f to task id's record, compare-and-set; f returns false to leave it.
+func (s *Server) change(ctx context.Context, owner, id string, f func(*task) bool) error {
+	for range 10 {
+		rec, tk, err := s.read(ctx, owner, id)
+		if err != nil {
+			return err
+		}
+		if !f(&tk) {
+			return nil
+		}
+		if err := s.write(ctx, rec, tk); !errors.Is(err, store.ErrConflict) {
+			return err
+		}
+	}
+	return errors.New("the task is changing too fast")
+}
+
+func (s *Server) write(ctx context.Context, rec store.Record, tk task) error {
+	raw, err := json.Marshal(tk)
+	if err != nil {
+		return err
+	}
+	rec.Task, rec.State = raw, tk.Status
+	// Kept TTL from its last change: its ttlMs only grows.
+	rec.Deadline = later(rec.Deadline, tk.Updated.Add(s.o.TTL))
+	_, err = s.o.Store.Update(ctx, rec)
+	return err
+}
+
+func (s *Server) envelope(rec store.Record, tk task, resultType string) envelope {
+	return envelope{ResultType: resultType, TaskID: rec.ID, Status: tk.Status, StatusMessage: tk.Message,
+		CreatedAt: tk.Created.UTC(), LastUpdatedAt: tk.Updated.UTC(),
+		TTLMs: max(rec.Deadline.Sub(tk.Created).Milliseconds(), 1), PollIntervalMs: max(s.o.PollInterval.Milliseconds(), 1)}
+}
+
+// RelatedTask is the _meta key under which a CreateTaskResult repeats its taskId
+// ({"taskId": id}): a client whose SDK decodes a tools/call result into its own type
+// (go-sdk's CallToolResult) keeps _meta, and drops the fields it does not know.
+const RelatedTask = "io.modelcontextprotocol/related-task"
+
+func (s *Server) createdResult(rec store.Record, tk task) *created {
+	c := &created{envelope: s.envelope(rec, tk, "task")}
+	c.Meta = mcp.Meta{RelatedTask: map[string]any{"taskId": rec.ID}}
+	return c
+}
+
+// method answers tasks/get, tasks/update and tasks/cancel.
+func (s *Server) method(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	if !declares(requestCapabilities(req)) {
+		return nil, missingCapability(method)
+	}
+	var id string
+	var answers map[string]json.RawMessage
+	switch p := req.GetParams().(type) {
+	case *taskParams:
+		id = p.TaskID
+	case *updateParams:
+		id, answers = p.TaskID, p.InputResponses
+	default:
+		return nil, invalidParams("%s: unexpected params", method)
+	}
+	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
+		// SEP-2663's routing header: a load balancer may route on it, so it must name the
+		// task the body does.
+		if name, ok := extra.Header[http.CanonicalHeaderKey("Mcp-Name")]; ok && (len(name) != 1 || strings.TrimSpace(name[0]) != id) {
+			return nil, &jsonrpc.Error{Code: mcp.CodeHeaderMismatch,
+				Message: fmt.Sprintf("header mismatch: the Mcp-Name header %q does not name the task %q of the body", strings.Join(name, ","), id)}
+		}
+	}
+	caller := &mcp.CallToolRequest{Session: sessionOf(req), Extra: req.GetExtra(), Params: &mcp.CallToolParamsRaw{}}
+	caller = detached(caller)
+	owner := s.o.Owner(caller)
+	if owner == "" {
+		return nil, invalidParams("taskId %q: no such task", id)
+	}
+	switch method {
+	case "tasks/get":
+		rec, tk, err := s.read(ctx, owner, id)
+		if err != nil {
+			return nil, err
+		}
+		return s.detailed(rec, tk), nil
+	case "tasks/cancel":
+		return s.cancel(ctx, owner, id, caller, req, next)
+	default:
+		return s.update(ctx, owner, id, answers, caller, req, next)
+	}
+}
+
+func (s *Server) detailed(rec store.Record, tk task) *detailed {
+	d := &detailed{envelope: s.envelope(rec, tk, "complete")}
+	switch tk.Status {
+	case InputRequired:
+		d.InputRequests = map[string]json.RawMessage{}
+		for k, in := range tk.Inputs {
+			if _, answered := tk.Answers[k]; !answered {
+				d.InputRequests[k] = in.Request
+			}
+		}
+	case Completed:
+		d.Result = tk.Result
+	case Failed:
+		d.Error = tk.Error
+	}
+	return d
+}
+
+// update takes the answers to the open input requests of task id; once every one is
+// answered, the call's next round runs, as the task.
+func (s *Server) update(ctx context.Context, owner, id string, answers map[string]json.RawMessage, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	var round *task
+	for range 10 {
+		rec, tk, err := s.read(ctx, owner, id)
+		if err != nil {
+			return nil, err
+		}
+		if tk.Status != InputRequired {
+			return &ack{ResultType: "complete"}, nil // nothing to answer: ignored
+		}
+		took := false
+		for k, v := range answers {
+			if _, open := tk.Inputs[k]; !open {
+				continue // never asked, or a round gone by
+			}
+			if _, done := tk.Answers[k]; done {
+				continue // answered already
+			}
+			if tk.Answers == nil {
+				tk.Answers = map[string]json.RawMessage{}
+			}
+			tk.Answers[k], took = v, true
+		}
+		if !took {
+			return &ack{ResultType: "complete"}, nil
+		}
+		tk.Updated = s.o.Clock.Now()
+		all := len(tk.Answers) == len(tk.Inputs)
+		if all {
+			tk.Status, tk.Node, tk.Message = Working, nodeTag, "" // claimed: this node runs the round
+		}
+		err = s.write(ctx, rec, tk)
+		if errors.Is(err, store.ErrConflict) {
+			continue
+		}
+		if err != nil {
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task's store did not answer: " + err.Error()}
+		}
+		if !all {
+			return &ack{ResultType: "complete"}, nil
+		}
+		round = &tk
+		break
+	}
+	if round == nil {
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task is changing too fast; try again"}
+	}
+	responses := mcp.InputResponseMap{}
+	for k, v := range round.Answers {
+		var one mcp.InputResponseMap
+		if err := json.Unmarshal([]byte(`{`+strconv.Quote(round.Inputs[k].Key)+`:`+string(v)+`}`), &one); err != nil {
+			// Not a response the tool could read: the round is asked again as it was.
+			_ = s.change(ctx, owner, id, func(tk *task) bool {
+				if tk.Status != Working || tk.Node != nodeTag {
+					return false
+				}
+				tk.Status, tk.Node, tk.Answers = InputRequired, "", nil
+				tk.Message = fmt.Sprintf("the answer to %s could not be read (%v); answer again", k, err)
+				return true
+			})
+			return &ack{ResultType: "complete"}, nil
+		}
+		maps.Copy(responses, one)
+	}
+	call := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
+		Meta: callMeta(req), Name: round.Tool, Arguments: argsOf(round.Args), RequestState: round.RequestState, InputResponses: responses}}
+	s.adopt(owner, id, s.start(ctx, call, next))
+	return &ack{ResultType: "complete"}, nil
+}
+
+// cancel ends task id cancelled: a call running here is stopped, and a question waiting for
+// the person is ended (its round answered "cancel").
+func (s *Server) cancel(ctx context.Context, owner, id string, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	var was task
+	err := s.change(ctx, owner, id, func(tk *task) bool {
+		was = *tk
+		if terminal(tk.Status) {
+			return false
+		}
+		tk.Status, tk.Message, tk.Updated, tk.Node = Cancelled, "cancelled by the client", s.o.Clock.Now(), ""
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	switch was.Status {
+	case Working:
+		s.mu.Lock()
+		stop := s.running[id]
+		s.mu.Unlock()
+		if stop != nil {
+			stop(context.Canceled)
+		}
+	case InputRequired:
+		// The question ends as the person's cancel would end it; what the tool makes of
+		// that is dropped: the task is cancelled.
+		responses := mcp.InputResponseMap{}
+		for _, in := range was.Inputs {
+			if strings.Contains(string(in.Request), `"elicitation/create"`) {
+				responses[in.Key] = &mcp.ElicitResult{Action: "cancel"}
+			}
+		}
+		if len(responses) == len(was.Inputs) {
+			call := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
+				Meta: callMeta(req), Name: was.Tool, Arguments: argsOf(was.Args), RequestState: was.RequestState, InputResponses: responses}}
+			run := s.start(ctx, call, next)
+			s.busy.Add(1)
+			go func() {
+				defer s.busy.Done()
+				<-run.done
+				run.cancel(nil)
+			}()
+		}
+	}
+	return &ack{ResultType: "complete"}, nil
+}
+
+// detached is req for a call that outlives the HTTP request it came with: with the
+// caller's token (whose owner it is), without the request's headers, which tie a call to
+// its response stream (a call whose stream has ended is stopped).
+func detached(req *mcp.CallToolRequest) *mcp.CallToolRequest {
+	if req.Extra == nil {
+		return req
+	}
+	r := *req
+	r.Extra = &mcp.RequestExtra{TokenInfo: req.Extra.TokenInfo}
+	return &r
+}
+
+func argsOf(a any) json.RawMessage {
+	if a == nil {
+		return nil
+	}
+	b, err := json.Marshal(a)
+	if err != nil {
+		return nil
+	}
+	return b
+}
+
+// callMeta is the _meta a task's round goes with: the request's (its protocol version and
+// client capabilities).
+func callMeta(req mcp.Request) mcp.Meta {
+	if p, ok := req.GetParams().(interface{ GetMeta() map[string]any }); ok {
+		return maps.Clone(p.GetMeta())
+	}
+	return nil
+}
+
+func sessionOf(req mcp.Request) *mcp.ServerSession {
+	ss, _ := req.GetSession().(*mcp.ServerSession)
+	return ss
+}
+
+// requestCapabilities are the client capabilities req declares: in its _meta (2026-07-28),
+// else its session's.
+func requestCapabilities(req mcp.Request) *mcp.ClientCapabilities {
+	if r, ok := req.(interface {
+		ClientCapabilities() *mcp.ClientCapabilities
+	}); ok {
+		return r.ClientCapabilities()
+	}
+	return nil
+}
+
+// listed is l with each tool's execution.taskSupport, for the tools that have one.
+func (s *Server) listed(l *mcp.ListToolsResult) mcp.Result {
+	return toolsList{l, s}
+}
+
+type toolsList struct {
+	*mcp.ListToolsResult
+	s *Server
+}
+
+func (t toolsList) MarshalJSON() ([]byte, error) {
+	raw, err := json.Marshal(t.ListToolsResult)
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return nil, err
+	}
+	var tools []map[string]json.RawMessage
+	if err := json.Unmarshal(m["tools"], &tools); err != nil {
+		return raw, nil
+	}
+	changed := false
+	for _, tool := range tools {
+		var name string
+		if json.Unmarshal(tool["name"], &name) != nil {
+			continue
+		}
+		if sup := t.s.toolOf(name).support; sup != Forbidden {
+			tool["execution"] = json.RawMessage(`{"taskSupport":` + strconv.Quote(string(sup)) + `}`)
+			changed = true
+		}
+	}
+	if !changed {
+		return raw, nil
+	}
+	if m["tools"], err = json.Marshal(tools); err != nil {
+		return nil, err
+	}
+	return json.Marshal(m)
+}

@@ -1,0 +1,390 @@
+package tasks_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/benbjohnson/clock"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/goleak"
+
+	"github.com/elicitd/elicitd/store/memory"
+	"github.com/elicitd/elicitd/tasks"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+const bound = 30 * time.Second // a failsafe: no test waits this long unless it hangs
+
+type idParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+type updateParams struct {
+	mcp.ParamsBase
+	TaskID         string         `json:"taskId"`
+	InputResponses map[string]any `json:"inputResponses"`
+}
+
+type ack struct {
+	mcp.ResultBase
+	ResultType string `json:"resultType"`
+}
+
+type detailed struct {
+	mcp.ResultBase
+	ResultType     string                     `json:"resultType"`
+	TaskID         string                     `json:"taskId"`
+	Status         string                     `json:"status"`
+	CreatedAt      time.Time                  `json:"createdAt"`
+	LastUpdatedAt  time.Time                  `json:"lastUpdatedAt"`
+	TTLMs          json.Number                `json:"ttlMs"`
+	PollIntervalMs json.Number                `json:"pollIntervalMs"`
+	InputRequests  map[string]json.RawMessage `json:"inputRequests"`
+	Result         *mcp.CallToolResult        `json:"result"`
+	Error          *jsonrpc.Error             `json:"error"`
+}
+
+// fixture is a server with the extension, its tools, and a mock clock.
+type fixture struct {
+	clk    *clock.Mock
+	server *mcp.Server
+	tasks  *tasks.Server
+	// release lets the tool "slow" return; stopped counts the slow calls cancelled.
+	release chan struct{}
+	stopped atomic.Int32
+}
+
+func newFixture(t *testing.T) *fixture {
+	t.Helper()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	st := memory.New(memory.Options{Clock: clk})
+	caps := &mcp.ServerCapabilities{}
+	tasks.Capabilities(caps)
+	f := &fixture{clk: clk, release: make(chan struct{})}
+	f.server = mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ServerOptions{Capabilities: caps})
+	noArgs := json.RawMessage(`{"type":"object"}`)
+	// two asks two questions in one round, and answers once both are answered.
+	f.server.AddTool(&mcp.Tool{Name: "two", InputSchema: noArgs}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		a, okA := req.Params.InputResponses["a"].(*mcp.ElicitResult)
+		b, okB := req.Params.InputResponses["b"].(*mcp.ElicitResult)
+		if okA && okB {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: a.Content["x"].(string) + "+" + b.Content["x"].(string)}}}, nil
+		}
+		ask := func(m string) *mcp.ElicitParams {
+			return &mcp.ElicitParams{Message: m, RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": ask("A?"), "b": ask("B?")}, RequestState: "state-1"}, nil
+	})
+	f.server.AddTool(&mcp.Tool{Name: "quick", InputSchema: noArgs}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+	})
+	f.server.AddTool(&mcp.Tool{Name: "slow", InputSchema: noArgs}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		select {
+		case <-f.release:
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "worked"}}}, nil
+		case <-ctx.Done():
+			f.stopped.Add(1)
+			return nil, ctx.Err()
+		}
+	})
+	f.server.AddTool(&mcp.Tool{Name: "broken", InputSchema: noArgs}, func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		<-f.release
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "it broke"}
+	})
+	f.server.AddTool(&mcp.Tool{Name: "plain", InputSchema: noArgs}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": &mcp.ElicitParams{Message: "A?",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: "s"}, nil
+	})
+	var sessions atomic.Int32
+	var mu sync.Mutex
+	owners := map[*mcp.ServerSession]string{}
+	ownerOf := func(req *mcp.CallToolRequest) string {
+		// One caller per session, as elicitd's stdio has it.
+		mu.Lock()
+		defer mu.Unlock()
+		if o, ok := owners[req.Session]; ok {
+			return o
+		}
+		o := "caller-" + string(rune('A'+sessions.Add(1)-1))
+		owners[req.Session] = o
+		return o
+	}
+	f.tasks = tasks.New(tasks.Options{Store: st, Clock: clk, Owner: ownerOf, TTL: time.Hour, PollInterval: 500 * time.Millisecond})
+	f.tasks.Allow("two", tasks.Optional)
+	f.tasks.Allow("quick", tasks.Optional)
+	f.tasks.Allow("slow", tasks.Optional)
+	f.tasks.Allow("broken", tasks.Required)
+	require.NoError(t, f.tasks.Install(f.server))
+	t.Cleanup(func() {
+		select {
+		case <-f.release:
+		default:
+			close(f.release)
+		}
+		require.NoError(t, f.tasks.Close(context.Background()))
+		require.NoError(t, st.Close())
+	})
+	return f
+}
+
+type client struct {
+	cs *mcp.ClientSession
+}
+
+func (f *fixture) connect(t *testing.T, extension bool) *client {
+	t.Helper()
+	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
+	if extension {
+		caps.AddExtension(tasks.Extension, map[string]any{})
+	}
+	c := mcp.NewClient(&mcp.Implementation{Name: "c", Version: "1"}, &mcp.ClientOptions{Capabilities: caps,
+		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true},
+		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			return nil, errors.New("not asked")
+		}})
+	require.NoError(t, mcp.AddSendingCustomMethod[*idParams, *detailed](c, "tasks/get"))
+	require.NoError(t, mcp.AddSendingCustomMethod[*updateParams, *ack](c, "tasks/update"))
+	require.NoError(t, mcp.AddSendingCustomMethod[*idParams, *ack](c, "tasks/cancel"))
+	require.NoError(t, mcp.AddSendingCustomMethod[*idParams, *ack](c, "tasks/list"))
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := f.server.Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	defer cancel()
+	cs, err := c.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: tasks.PullEra})
+	require.NoError(t, err)
+	t.Cleanup(func() {
+		_ = cs.Close()
+		_ = ss.Wait()
+	})
+	return &client{cs: cs}
+}
+
+func ctxT(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), bound)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+// call calls tool; for a call that takes longer than the window, it moves the clock on
+// until the call has answered.
+func (f *fixture) call(t *testing.T, c *client, tool string) (string, *mcp.CallToolResult, error) {
+	t.Helper()
+	type out struct {
+		res *mcp.CallToolResult
+		err error
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := c.cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		done <- out{res, err}
+	}()
+	var o out
+	require.Eventually(t, func() bool {
+		select {
+		case o = <-done:
+			return true
+		default:
+			f.clk.Add(50 * time.Millisecond) // the window is 250 ms
+			return false
+		}
+	}, bound, time.Millisecond)
+	if o.err != nil {
+		return "", nil, o.err
+	}
+	related, _ := o.res.Meta[tasks.RelatedTask].(map[string]any)
+	id, _ := related["taskId"].(string)
+	return id, o.res, nil
+}
+
+func (c *client) get(t *testing.T, id string) (*detailed, error) {
+	t.Helper()
+	return mcp.CallCustomMethod[*idParams, *detailed](ctxT(t), c.cs, "tasks/get", &idParams{TaskID: id})
+}
+
+func (c *client) until(t *testing.T, id, status string) *detailed {
+	t.Helper()
+	var d *detailed
+	require.Eventually(t, func() bool {
+		var err error
+		d, err = c.get(t, id)
+		require.NoError(t, err)
+		return d.Status == status
+	}, bound, time.Millisecond, "task %s never %s", id, status)
+	return d
+}
+
+func (c *client) update(t *testing.T, id string, answers map[string]any) {
+	t.Helper()
+	a, err := mcp.CallCustomMethod[*updateParams, *ack](ctxT(t), c.cs, "tasks/update", &updateParams{TaskID: id, InputResponses: answers})
+	require.NoError(t, err)
+	assert.Equal(t, "complete", a.ResultType)
+}
+
+func rpcCode(t *testing.T, err error) int64 {
+	t.Helper()
+	var je *jsonrpc.Error
+	require.True(t, errors.As(err, &je), "a JSON-RPC error: %v", err)
+	return je.Code
+}
+
+func accept(x string) map[string]any {
+	return map[string]any{"action": "accept", "content": map[string]any{"x": x}}
+}
+
+// A call that asks becomes a task at once, its record written before the handle goes out;
+// its questions are answered one at a time: the task stays input_required with the keys
+// still open, an answer under an unknown or answered key is ignored, and once both are in
+// the call's next round runs and its result is inlined.
+func TestAQuestionTaskIsAnsweredKeyByKey(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect(t, true)
+	id, res, err := f.call(t, c, "two")
+	require.NoError(t, err)
+	require.NotEmpty(t, id, "a task: %+v", res)
+	assert.Empty(t, res.RequestState, "no requestState in a CreateTaskResult")
+	assert.Empty(t, res.InputRequests)
+
+	d, err := c.get(t, id) // at once: durably created
+	require.NoError(t, err)
+	require.Equal(t, tasks.InputRequired, d.Status)
+	assert.Equal(t, "complete", d.ResultType)
+	assert.Equal(t, json.Number("3600000"), d.TTLMs, "integer milliseconds")
+	assert.Equal(t, json.Number("500"), d.PollIntervalMs)
+	require.Len(t, d.InputRequests, 2)
+	keys := map[string]string{}
+	for k, raw := range d.InputRequests {
+		var wire struct {
+			Method string           `json:"method"`
+			Params mcp.ElicitParams `json:"params"`
+		}
+		require.NoError(t, json.Unmarshal(raw, &wire))
+		assert.Equal(t, "elicitation/create", wire.Method)
+		keys[wire.Params.Message] = k
+	}
+	created := d.LastUpdatedAt
+
+	f.clk.Add(time.Second)
+	c.update(t, id, map[string]any{keys["A?"]: accept("1"), "elsewhere": accept("no")})
+	d = c.until(t, id, tasks.InputRequired)
+	assert.Len(t, d.InputRequests, 1, "only the open key is left")
+	assert.Contains(t, d.InputRequests, keys["B?"])
+	assert.True(t, d.LastUpdatedAt.After(created))
+	c.update(t, id, map[string]any{keys["A?"]: accept("changed")}) // answered already: ignored
+	c.update(t, id, map[string]any{keys["B?"]: accept("2")})
+	d = c.until(t, id, tasks.Completed)
+	require.NotNil(t, d.Result)
+	require.Len(t, d.Result.Content, 1)
+	assert.Equal(t, "1+2", d.Result.Content[0].(*mcp.TextContent).Text, "the first answer stood")
+	assert.Nil(t, d.InputRequests)
+}
+
+// A call that completes within the window answers as it is; one that does not ask stays a
+// plain result for a client without the extension too.
+func TestACallDoneWithinTheWindowIsNoTask(t *testing.T) {
+	f := newFixture(t)
+	for _, ext := range []bool{true, false} {
+		c := f.connect(t, ext)
+		id, res, err := f.call(t, c, "quick")
+		require.NoError(t, err)
+		assert.Empty(t, id)
+		require.Len(t, res.Content, 1)
+		assert.Equal(t, "done", res.Content[0].(*mcp.TextContent).Text)
+	}
+	plain := f.connect(t, false)
+	id, res, err := f.call(t, plain, "plain")
+	require.NoError(t, err)
+	assert.Empty(t, id, "no task for a client without the extension")
+	assert.Len(t, res.InputRequests, 1, "the pull era's own round")
+}
+
+// A call still working when the window ends becomes a task in working; it completes when
+// the work does. A cancel stops one that works: the task is cancelled at once, the tool's
+// context ends, and what it returns then is dropped.
+func TestAWorkingTaskCompletesOrIsCancelled(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "slow")
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
+	d, err := c.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.Working, d.Status)
+	assert.Nil(t, d.Result)
+
+	a, err := mcp.CallCustomMethod[*idParams, *ack](ctxT(t), c.cs, "tasks/cancel", &idParams{TaskID: id})
+	require.NoError(t, err)
+	assert.Equal(t, "complete", a.ResultType)
+	d, err = c.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.Cancelled, d.Status, "cancelled at once")
+	require.Eventually(t, func() bool { return f.stopped.Load() == 1 }, bound, time.Millisecond, "the tool's context ended")
+	assert.Equal(t, tasks.Cancelled, c.until(t, id, tasks.Cancelled).Status, "and stays cancelled")
+
+	id, _, err = f.call(t, c, "slow")
+	require.NoError(t, err)
+	close(f.release)
+	d = c.until(t, id, tasks.Completed)
+	assert.Equal(t, "worked", d.Result.Content[0].(*mcp.TextContent).Text)
+}
+
+// A JSON-RPC error from the tool is a failed task, with the error and no result; a Required
+// tool is refused to a client without the extension, naming it.
+func TestAProtocolErrorIsAFailedTask(t *testing.T) {
+	f := newFixture(t)
+	_, _, err := f.call(t, f.connect(t, false), "broken")
+	require.Equal(t, int64(mcp.CodeMissingRequiredClientCapabilities), rpcCode(t, err))
+	var je *jsonrpc.Error
+	require.True(t, errors.As(err, &je))
+	assert.JSONEq(t, `{"requiredCapabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}}}`, string(je.Data))
+
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "broken")
+	require.NoError(t, err)
+	close(f.release)
+	d := c.until(t, id, tasks.Failed)
+	assert.Nil(t, d.Result)
+	require.NotNil(t, d.Error)
+	assert.Equal(t, int64(jsonrpc.CodeInternalError), d.Error.Code)
+	assert.Equal(t, "it broke", d.Error.Message)
+}
+
+// A task is its caller's: another caller, an id that never was, and a task past its TTL all
+// get -32602; the methods refuse a client without the extension; tasks/list is no method.
+func TestATaskIsItsCallersOnlyAndOnlyForItsTTL(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "two")
+	require.NoError(t, err)
+
+	other := f.connect(t, true)
+	_, err = other.get(t, id)
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, err), "another caller's")
+	_, err = c.get(t, "NOSUCHTASK")
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, err))
+	_, err = c.get(t, "../not an id")
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, err))
+	without := f.connect(t, false)
+	_, err = without.get(t, id)
+	assert.Equal(t, int64(mcp.CodeMissingRequiredClientCapabilities), rpcCode(t, err))
+	_, err = mcp.CallCustomMethod[*idParams, *ack](ctxT(t), c.cs, "tasks/list", &idParams{})
+	assert.Equal(t, int64(jsonrpc.CodeMethodNotFound), rpcCode(t, err))
+
+	f.clk.Add(59 * time.Minute)
+	_, err = c.get(t, id)
+	require.NoError(t, err, "kept for its ttlMs")
+	f.clk.Add(2 * time.Minute)
+	_, err = c.get(t, id)
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, err), "gone after it")
+}
