@@ -183,3 +183,25 @@ func InputRequiredFixtures() []ask.Tool {
 	}
 	return out
 }
+
+// TaskFixtures returns the tool of the MCP Tasks scenarios (io.modelcontextprotocol/tasks)
+// that asks the person: confirm_delete, a task while it waits for the confirmation.
+func TaskFixtures() []ask.Tool {
+	type deleteInput struct {
+		Filename string `json:"filename" jsonschema:"the file to delete"`
+	}
+	t := ask.NewTool("confirm_delete", "", "MCP conformance fixture: asks to confirm a deletion, as a task (SEP-2663)",
+		func(ctx context.Context, in deleteInput) (ask.Text, error) {
+			data, err := ask.Ask(ctx, exactQuestion("confirm_delete", fmt.Sprintf("Delete %s?", in.Filename),
+				`{"type":"object","properties":{"confirm":{"type":"boolean"}},"required":["confirm"]}`))
+			if err != nil {
+				return "", err
+			}
+			if data["confirm"] != true {
+				return ask.Text(in.Filename + " kept"), nil
+			}
+			return ask.Text(in.Filename + " deleted (not really: a fixture)"), nil
+		})
+	t.Replayable, t.Pure, t.Tasks = true, true, "optional"
+	return []ask.Tool{t}
+}

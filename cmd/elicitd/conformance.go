@@ -16,11 +16,14 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
 
+	"github.com/benbjohnson/clock"
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/tasks"
 	"github.com/elicitd/elicitd/tools"
 )
 
@@ -264,4 +267,93 @@ func rootURIs(r *mcp.ListRootsResult) string {
 
 func textResult(text string) *mcp.CallToolResult {
 	return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: text}}}
+}
+
+// allowConformanceTasks adds the fixtures of the MCP Tasks scenarios (SEP-2663) and
+// declares their task support.
+func (s *server) allowConformanceTasks() {
+	clk := s.opts.Clock
+	if clk == nil {
+		clk = clock.New()
+	}
+	// wait waits d on the server's clock, or until the call is stopped (a task's cancel).
+	wait := func(ctx context.Context, d time.Duration) error {
+		if d <= 0 {
+			return nil
+		}
+		select {
+		case <-clk.After(d):
+			return nil
+		case <-ctx.Done():
+			return context.Cause(ctx)
+		}
+	}
+	s.el.Add(s.mcp, tools.TaskFixtures()...)
+	add := func(name, description string, support tasks.Support, schema json.RawMessage, h mcp.ToolHandler, opts ...tasks.ToolOption) {
+		s.mcp.AddTool(&mcp.Tool{Name: name, Description: "MCP conformance fixture: " + description, InputSchema: schema}, h)
+		s.tasks.Allow(name, support, opts...)
+	}
+	add("greet", "greets, at once: never a task", tasks.Forbidden, json.RawMessage(`{"type":"object","properties":{"name":{"type":"string"}}}`),
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct{ Name string }
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			return textResult("Hello, " + in.Name + "!"), nil
+		})
+	add("slow_compute", "works for the given seconds, then answers", tasks.Optional,
+		json.RawMessage(`{"type":"object","properties":{"seconds":{"type":"number"},"label":{"type":"string"}}}`),
+		func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var in struct {
+				Seconds float64
+				Label   string
+			}
+			_ = json.Unmarshal(req.Params.Arguments, &in)
+			if err := wait(ctx, time.Duration(min(in.Seconds, 3600)*float64(time.Second))); err != nil {
+				return nil, err
+			}
+			return textResult(fmt.Sprintf("computed %s in %gs", in.Label, in.Seconds)), nil
+		})
+	add("failing_job", "fails as a tool after a second", tasks.Required, json.RawMessage(`{"type":"object"}`),
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if err := wait(ctx, time.Second); err != nil {
+				return nil, err
+			}
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "the job failed"}}}, nil
+		})
+	add("protocol_error_job", "fails with a JSON-RPC error after a second", tasks.Optional, json.RawMessage(`{"type":"object"}`),
+		func(ctx context.Context, _ *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if err := wait(ctx, time.Second); err != nil {
+				return nil, err
+			}
+			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the job broke"}
+		})
+	// Two questions in one round, each its own input request: a raw multi round-trip
+	// (ask asks one question a round).
+	add("multi_input", "asks two questions at once", tasks.Optional, json.RawMessage(`{"type":"object"}`),
+		func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			name, hasName := req.Params.InputResponses["name"].(*mcp.ElicitResult)
+			confirm, hasConfirm := req.Params.InputResponses["confirm"].(*mcp.ElicitResult)
+			if hasName && hasConfirm && name != nil && confirm != nil {
+				return textResult(fmt.Sprintf("name: %v; confirmed: %v", name.Content["name"], confirm.Content["confirm"])), nil
+			}
+			form := func(message, field, typ string) *mcp.ElicitParams {
+				return &mcp.ElicitParams{Mode: "form", Message: message, RequestedSchema: json.RawMessage(
+					`{"type":"object","properties":{"` + field + `":{"type":"` + typ + `"}},"required":["` + field + `"]}`)}
+			}
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{
+				"name":    form("What is your name?", "name", "string"),
+				"confirm": form("Go ahead?", "confirm", "boolean"),
+			}}, nil
+		})
+	// Asks over the pull era's own round, then works as a task.
+	add("test_tool_with_task", "asks a name, then works on it as a task", tasks.Required, json.RawMessage(`{"type":"object"}`),
+		s.el.Handler(func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			name, err := tools.AskName(ctx, req.Params.Name)
+			if err != nil {
+				return nil, err
+			}
+			if err := wait(ctx, time.Second); err != nil {
+				return nil, err
+			}
+			return textResult("Hello, " + name + ": done"), nil
+		}, ask.Replayable, ask.Pure), tasks.AsksInline)
 }

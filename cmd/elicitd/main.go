@@ -437,6 +437,7 @@ type config struct {
 	stateKey       string
 	version        bool
 	conformance    bool
+	tasksOff       bool // --tasks off
 	ups            ups.Config
 	http           httpConfig
 	page           pageConfig
@@ -460,7 +461,7 @@ func (c config) logHandler(w io.Writer, level slog.Level) slog.Handler {
 }
 
 func (c config) options() options {
-	o := options{Conformance: c.conformance,
+	o := options{Conformance: c.conformance, Tasks: !c.tasksOff,
 		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxRounds: c.maxRounds, MaxLive: c.maxLive,
 		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, KeepAwake: c.keepAwake, StateKey: []byte(c.stateKey), PageWait: c.pageWait,
 		Linger: c.linger,
@@ -646,6 +647,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"metrics-listen", "ELICITD_METRICS_LISTEN", "serve Prometheus metrics (/metrics) and the probes (/healthz, /readyz) on this host:port, a loopback or private address (off by default)", "", func(s string) error {
 			c.metricsAddr = s
 			return checkMetricsAddr(s)
+		}},
+		{"tasks", "ELICITD_TASKS", "on: serve the MCP Tasks extension (io.modelcontextprotocol/tasks) to 2026-07-28 clients that declare it, so a call that has to wait comes back at once as a task (docs/tasks.md); off: never", "on", func(s string) error {
+			switch s {
+			case "on", "off":
+				c.tasksOff = s == "off"
+				return nil
+			}
+			return fmt.Errorf("must be on or off, got %q", s)
 		}},
 		{"log-format", "ELICITD_LOG_FORMAT", "text (key=value lines) or json (one JSON object a line, the same keys)", "text", func(s string) error {
 			switch s {

@@ -3,6 +3,7 @@ package main
 import (
 	"cmp"
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -16,6 +17,8 @@ import (
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/page"
 	"github.com/elicitd/elicitd/store"
+	"github.com/elicitd/elicitd/store/memory"
+	"github.com/elicitd/elicitd/tasks"
 	"github.com/elicitd/elicitd/templates"
 	"github.com/elicitd/elicitd/tools/ups"
 )
@@ -39,6 +42,7 @@ type options struct {
 	SDKLogger      *slog.Logger  // the MCP SDK's log; Logger when nil
 	UPS            ups.Config    // the shipping tools' UPS settings; without credentials only dry_run works
 	Conformance    bool          // add the MCP conformance suite's fixtures
+	Tasks          bool          // serve the Tasks extension
 	// Owner names the owner of a call's questions (see ask.Options.Owner); nil: the client
 	// session.
 	Owner    func(*mcp.CallToolRequest) string
@@ -65,6 +69,8 @@ type server struct {
 	pages       *page.Server // served beside MCP over HTTP; nil when there is none
 	opts        options
 	log         *slog.Logger
+	tasks       *tasks.Server // nil: the extension is off
+	closeTasks  func() error  // closes the tasks' own store, if they have one
 	templates   served
 	stopReloads func() // stops the SIGHUP watcher; nil without template directories
 }
@@ -75,8 +81,17 @@ func newServer(o options, version string) *server {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	s := &server{}
+	var caps *mcp.ServerCapabilities
+	if o.Tasks {
+		// Capabilities replaces go-sdk's defaults, of which logging is the one not added
+		// from what the server serves.
+		//lint:ignore SA1019 go-sdk's default, kept: 2025-11-25 clients set a log level (logging-set-level)
+		caps = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
+		tasks.Capabilities(caps)
+	}
 	*s = server{mcp: mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
-		Logger: cmp.Or(o.SDKLogger, o.Logger),
+		Logger:       cmp.Or(o.SDKLogger, o.Logger),
+		Capabilities: caps,
 		// go-sdk answers prompts/list on every server, so elicitd declares prompts: a
 		// 2026-07-28 server/discover MUST name every capability the server serves.
 		//lint:ignore SA1019 the one switch that adds prompts and keeps go-sdk's other defaults (Capabilities replaces them all)
@@ -107,7 +122,34 @@ func newServer(o options, version string) *server {
 		s.log.Info("serving templates", "templates", strings.Join(set.Names(), ","))
 		s.stopReloads = s.watchReloads()
 	}
+	if caps != nil {
+		// Outside the Elicitor's middleware: a task's rounds are the tools' own calls.
+		taskStore := o.Store
+		if taskStore == nil {
+			// The memory store (stdio's default): tasks, as the questions, live in this
+			// process only.
+			mem := memory.New(memory.Options{Clock: o.Clock})
+			s.closeTasks = mem.Close
+			taskStore = mem
+		}
+		s.tasks = tasks.New(tasks.Options{Store: taskStore, Clock: o.Clock, Logger: o.Logger,
+			Owner: s.el.Owner, TTL: tasksTTL(o.Timeout),
+			SupportOf: func(name string) tasks.Support { return tasks.Support(s.el.TaskSupport(name)) }})
+		if o.Conformance {
+			s.allowConformanceTasks()
+		}
+		if err := s.tasks.Install(s.mcp); err != nil {
+			panic(fmt.Sprintf("tasks: %v", err)) // fixed method names: any test catches it
+		}
+	}
 	return s
+}
+
+// tasksTTL is how long a task is kept from its last change: the longest its question may
+// wait (its deadline, extensions included, within a question's lifetime) and a day more
+// for its result.
+func tasksTTL(timeout time.Duration) time.Duration {
+	return max(timeout, elicitation.DefaultMaxLifetime) + 24*time.Hour
 }
 
 // close refuses new questions, ends every open one with reason (shutdown, or client gone
@@ -117,5 +159,12 @@ func (s *server) close(ctx context.Context, reason elicitation.Reason) error {
 	if s.stopReloads != nil {
 		s.stopReloads()
 	}
-	return s.el.Close(ctx, reason)
+	err := s.el.Close(ctx, reason)
+	if s.tasks != nil {
+		err = errors.Join(err, s.tasks.Close(ctx))
+	}
+	if s.closeTasks != nil {
+		err = errors.Join(err, s.closeTasks())
+	}
+	return err
 }
