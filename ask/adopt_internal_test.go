@@ -2,6 +2,7 @@ package ask
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync/atomic"
 	"testing"
@@ -96,4 +97,50 @@ func TestASweepThatCannotReadTheStoreAdoptsAtTheNext(t *testing.T) {
 	assert.Equal(t, 1, el.asleep.len())
 	_, err = st.Get(context.Background(), rosterOwner, "gone")
 	assert.ErrorIs(t, err, store.ErrNotFound, "the roster goes once all is adopted")
+}
+
+// gettingFails is a store whose reads fail while down is set, as during a quorum loss.
+type gettingFails struct {
+	*memory.Store
+	down atomic.Bool
+}
+
+func (s *gettingFails) Get(ctx context.Context, owner, id string) (store.Record, error) {
+	if s.down.Load() {
+		return store.Record{}, fmt.Errorf("%w: nats: timeout", store.ErrUnavailable)
+	}
+	return s.Store.Get(ctx, owner, id)
+}
+
+// A call whose first record write was reported failed, and landed all the same, deletes
+// that record once the store answers again, not only if it answers within two seconds: a
+// record left asleep was adopted by a survivor after its node died, and timed out ten
+// minutes later, telling an end for a question no one was ever asked (a 10-minute
+// robustness run).
+func TestARecordThatLandedAfterAFailedWriteIsDeletedOnceTheStoreIsBack(t *testing.T) {
+	mem := memory.New(memory.Options{})
+	t.Cleanup(func() { _ = mem.Close() })
+	st := &gettingFails{Store: mem}
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: st, Node: "here", Clock: clk})
+	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+	now := clk.Now()
+	rec := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
+	rec.Node, rec.Asleep, rec.Outcome, rec.Ends = "here", true, nil, nil
+	_, err := mem.Create(context.Background(), rec)
+	require.NoError(t, err)
+	c := el.newCall(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "contact"}}, "alice", rec.ID, true)
+
+	st.down.Store(true)
+	c.dropLanded()
+	_, err = mem.Get(context.Background(), "alice", rec.ID)
+	require.NoError(t, err, "the store did not answer: the record is still there")
+
+	st.down.Store(false)
+	require.Eventually(t, func() bool {
+		clk.Add(time.Second)
+		_, err := mem.Get(context.Background(), "alice", rec.ID)
+		return errors.Is(err, store.ErrNotFound)
+	}, 30*time.Second, 10*time.Millisecond, "deleted once the store answers")
 }

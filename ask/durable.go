@@ -648,13 +648,52 @@ func (c *call) unrecorded(r result, save func(context.Context) error, end bool, 
 }
 
 // dropLanded deletes c's record if its first write, reported failed, landed all the same
-// (its answer was lost): the question it would list was refused.
+// (its answer was lost): the question it would list was refused. A store that does not
+// answer now is asked again, a little later each time, until it does, the record could no
+// longer be there, or this node stops (one last try then): a record left asleep would be
+// adopted by a survivor once this node is gone, and end at its deadline, telling an end
+// for a question no one was asked.
 func (c *call) dropLanded() {
+	el, owner, id := c.el, c.owner, c.id
+	if el.dropLanded(owner, id) {
+		return
+	}
+	until := el.clk.Now().Add(el.timeout + el.retention())
+	el.busy.begin()
+	go func() {
+		defer el.busy.end()
+		wait := time.Second
+		for el.clk.Now().Before(until) {
+			select {
+			case <-el.clk.After(wait):
+			case <-el.quit:
+				el.dropLanded(owner, id)
+				return
+			}
+			if el.dropLanded(owner, id) {
+				return
+			}
+			wait = min(2*wait, 30*time.Second)
+		}
+	}()
+}
+
+// dropLanded deletes owner's record id if it is this node's, and reports whether that is
+// settled: deleted, not there, or another node's.
+func (el *Elicitor) dropLanded(owner, id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
-	if r, err := c.el.store.Get(ctx, c.owner, c.id); err == nil && r.Node == c.el.node {
-		_ = c.el.store.Delete(ctx, c.owner, c.id, r.Revision)
+	r, err := el.store.Get(ctx, owner, id)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return true
+	case err != nil:
+		return false
+	case r.Node != el.node:
+		return true
 	}
+	err = el.store.Delete(ctx, owner, id, r.Revision)
+	return err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict)
 }
 
 // retryRecord records what the claimed round returns, which could not be recorded before,

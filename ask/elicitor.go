@@ -156,7 +156,9 @@ type Elicitor struct {
 	deadlines    *timers.Set[*sleeper]   // their deadlines, on one clock timer
 	node         string                  // this Elicitor's name among those sharing the store
 	stopRelay    func()
-	stopping     atomic.Bool        // Close has begun
+	stopping     atomic.Bool   // Close has begun
+	quit         chan struct{} // closed when Close begins
+	quitOnce     sync.Once
 	onEnd        func(Ending) error // Options.OnEndErr, or Options.OnEnd
 	moreStats    map[string]func() any
 	roster       *roster       // with a store and a relay: this node's open 2025-11-25 questions
@@ -211,7 +213,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	if node == "" {
 		node = rand.Text()[:13]
 	}
-	el := &Elicitor{clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
+	el := &Elicitor{quit: make(chan struct{}), clk: o.Clock, signer: newStateSigner(key), node: node, idPrefix: node + "-", store: o.Store, relay: o.Relay, timeout: o.Timeout, maxAttempts: o.MaxAttempts,
 		maxRounds: o.MaxRounds, keepalive: o.Keepalive, pullIdle: max(o.PullIdle, 0), log: o.Logger, ownerOf: o.Owner, pages: o.Pages, pageWait: cmp.Or(o.PageWait, DefaultPageWait), calls: &memCalls{}, onEnd: onEnd(o), moreStats: o.MoreStats}
 	el.recordBehind, el.hibernate = o.RecordBehind, !o.KeepAwake
 	if o.RecordBehind {
@@ -249,6 +251,7 @@ func (el *Elicitor) Registry() *registry.Registry { return el.reg }
 // pull-era handler have returned, or ctx ends.
 func (el *Elicitor) Close(ctx context.Context, reason elicitation.Reason) error {
 	el.stopping.Store(true)
+	el.quitOnce.Do(func() { close(el.quit) })
 	if el.stopRelay != nil {
 		el.stopRelay() // retries go to the other nodes from now on
 	}
