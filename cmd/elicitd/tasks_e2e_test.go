@@ -290,3 +290,84 @@ func TestTasksDocRecipe(t *testing.T) {
 	assert.Equal(t, map[string]any{"name": "Ada"}, out["data"])
 	assert.NotContains(t, s.stderr.String(), "Ada", "answers are never logged")
 }
+
+// A task is served by any node of three sharing a NATS cluster: made on A, read on B at once
+// (its record is written before the handle goes out), answered badly on C (re-prompted),
+// answered on B, read on A; a cancel on C of another task ends it for every node. Then a
+// node killed with SIGKILL: its task goes on on the others.
+func TestATaskOnThreeNodes(t *testing.T) {
+	urls := natsCluster(t, 3)
+	args := []string{"--store", strings.Join(urls, ","), "--store-replicas", "3", "--rate", "0"}
+	var nodes []*httpServer
+	var clients []*taskClient
+	for range 3 {
+		n := startHTTPWith(t, args)
+		nodes = append(nodes, n)
+		clients = append(clients, newTaskClient(t, httpTransport(n, nil)))
+	}
+	a, b, c := clients[0], clients[1], clients[2]
+	id, _ := a.call(t, "ask_user", ageArgs)
+	require.NotEmpty(t, id)
+	d := b.get(t, id)
+	require.Equal(t, tasks.InputRequired, d.Status, "read on another node at once")
+	key := onlyKey(t, d)
+	c.update(t, id, map[string]any{key: map[string]any{"action": "accept", "content": map[string]any{"name": "Ada", "age": 12}}})
+	d = a.until(t, id, tasks.InputRequired)
+	next := onlyKey(t, d)
+	require.NotEqual(t, key, next)
+	b.update(t, id, map[string]any{next: map[string]any{"action": "accept", "content": map[string]any{"age": 36}}})
+	d = a.until(t, id, tasks.Completed)
+	require.NotNil(t, d.Result)
+	raw, err := json.Marshal(d.Result.StructuredContent)
+	require.NoError(t, err)
+	assert.JSONEq(t, `{"name":"Ada","age":36}`, mustField(t, raw, "data"), "the valid name kept across nodes")
+
+	other, _ := a.call(t, "ask_user", ageArgs)
+	_, err = mcp.CallCustomMethod[*taskIDParams, *taskAck](timeout(t), c.cs, "tasks/cancel", &taskIDParams{TaskID: other})
+	require.NoError(t, err)
+	for _, n := range clients {
+		assert.Equal(t, tasks.Cancelled, n.get(t, other).Status)
+	}
+
+	// The node that made a task dies; the task is answered on another.
+	third, _ := a.call(t, "ask_user", ageArgs)
+	d = b.until(t, third, tasks.InputRequired)
+	nodes[0].kill(t)
+	c.update(t, third, map[string]any{onlyKey(t, d): map[string]any{"action": "accept", "content": map[string]any{"name": "Bo", "age": 40}}})
+	d = b.until(t, third, tasks.Completed)
+	require.NotNil(t, d.Result)
+	assert.False(t, d.Result.IsError)
+}
+
+// A task outlives a restart of a single node on the embedded store: made, the process killed
+// and started again on the same directory, it is found, answered and completed.
+func TestATaskOutlivesARestart(t *testing.T) {
+	args := []string{"--rate", "0", "--store", "embedded", "--data-dir", t.TempDir()}
+	before := startHTTPWith(t, args)
+	id, _ := newTaskClient(t, httpTransport(before, nil)).call(t, "ask_user", ageArgs)
+	require.NotEmpty(t, id)
+	before.kill(t)
+	after := startHTTPWith(t, args)
+	c := newTaskClient(t, httpTransport(after, nil))
+	d := c.until(t, id, tasks.InputRequired)
+	c.update(t, id, map[string]any{onlyKey(t, d): map[string]any{"action": "accept", "content": map[string]any{"name": "Ada", "age": 36}}})
+	d = c.until(t, id, tasks.Completed)
+	require.NotNil(t, d.Result)
+	assert.False(t, d.Result.IsError, "%+v", d.Result)
+}
+
+func onlyKey(t *testing.T, d *detailedTask) string {
+	t.Helper()
+	require.Len(t, d.InputRequests, 1, "%+v", d)
+	for k := range d.InputRequests {
+		return k
+	}
+	return ""
+}
+
+func mustField(t *testing.T, raw []byte, field string) string {
+	t.Helper()
+	var m map[string]json.RawMessage
+	require.NoError(t, json.Unmarshal(raw, &m))
+	return string(m[field])
+}
