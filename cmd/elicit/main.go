@@ -7,6 +7,7 @@
 //	elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
 //	elicit [flags] --url URL tools
 //	elicit [flags] --url URL call TOOL [--args JSON | --args @file.json]
+//	elicit [flags] --url URL task resume|cancel ID
 //	elicit [--url URL] logout
 //	elicit --version
 //
@@ -52,14 +53,17 @@ const usageText = `usage:
   elicit [flags] call TOOL [--args JSON | --args @file.json] -- SERVER_COMMAND [ARGS...]
   elicit [flags] --url URL tools [--json]
   elicit [flags] --url URL call TOOL [--args JSON | --args @file.json]
+  elicit [flags] --url URL task resume|cancel ID
   elicit [--url URL] logout
   elicit --version
 
 Starts SERVER_COMMAND as a stdio MCP server, or with --url connects to an MCP server served
 over Streamable HTTP. "tools" lists its tools (--json: as JSON, input schemas included);
 "call" calls one and answers the forms the server asks for: in the terminal, or from
---answers. A server at --url that answers 401 is signed in to in the browser (OAuth),
-once: "logout" forgets the sign-in to --url, or without --url every sign-in.
+--answers. A call the server makes an MCP task (2026-07-28) is followed until it ends;
+"task resume ID" follows one again after elicit stopped, "task cancel ID" cancels it. A
+server at --url that answers 401 is signed in to in the browser (OAuth), once: "logout"
+forgets the sign-in to --url, or without --url every sign-in.
 
 flags:
   --url URL           the MCP endpoint of a server served over Streamable HTTP
@@ -86,6 +90,7 @@ flags:
   --protocol VERSION  MCP protocol version to ask for: 2026-07-28 (the default, answers
                       travel in retried tool calls) or 2025-11-25 (the server sends
                       elicitation/create requests); any version the SDK supports
+  --no-tasks          do not declare the MCP Tasks extension: a call waits as a plain call
   --timeout DURATION  bound the whole call, e.g. 10m (default: no bound)
   --server-log FILE   append the server's stderr (its log) to FILE (not with --url)
   -v                  show the server's stderr here, marked [server] (held while a form is
@@ -130,6 +135,10 @@ type invocation struct {
 	secretFile  string        // signing in: the file holding that client's secret, or ""
 	secret      string        // its secret, read from secretFile; never shown
 
+	noTasks bool   // --no-tasks: do not declare the Tasks extension
+	taskOp  string // task: resume or cancel
+	taskID  string // task: the task's id
+
 	serverLog string // append the server's stderr to this file
 	verbose   bool   // show the server's stderr
 	open      bool   // open URL-mode links in the browser
@@ -162,6 +171,7 @@ func parse(argv []string) (*invocation, error) {
 	fs.BoolVar(&inv.json, "json", false, "")
 	fs.StringVar(&inv.clientID, "client-id", "", "")
 	fs.StringVar(&inv.secretFile, "client-secret-file", "", "")
+	fs.BoolVar(&inv.noTasks, "no-tasks", false, "")
 	var positional []string
 	rest := mine
 	for {
@@ -181,7 +191,7 @@ func parse(argv []string) (*invocation, error) {
 		return nil, err
 	}
 	if len(positional) == 0 {
-		return nil, usagef("missing subcommand: tools or call")
+		return nil, usagef("missing subcommand: tools, call or task")
 	}
 	inv.command = positional[0]
 	switch inv.command {
@@ -205,8 +215,22 @@ func parse(argv []string) (*invocation, error) {
 			return nil, err
 		}
 		inv.args = args
+	case "task":
+		if len(positional) != 3 || positional[1] != "resume" && positional[1] != "cancel" {
+			return nil, usagef("task takes resume or cancel, and a task's id: task resume ID, task cancel ID")
+		}
+		if inv.url == "" {
+			return nil, usagef("task needs --url: a task lives on a server elicit reaches over HTTP, not one it starts")
+		}
+		if !validTaskID(positional[2]) {
+			return nil, usagef("task %s: %q is not a task id", positional[1], positional[2])
+		}
+		inv.taskOp, inv.taskID = positional[1], positional[2]
+		if *argsFlag != "" {
+			return nil, usagef("--args belongs to call, not task")
+		}
 	default:
-		return nil, usagef("unknown subcommand %q: use tools or call", inv.command)
+		return nil, usagef("unknown subcommand %q: use tools, call or task", inv.command)
 	}
 	if inv.protocol != "" && !slices.Contains(mcp.SupportedProtocolVersions(), inv.protocol) {
 		return nil, usagef("--protocol %q is not a version this client speaks; use one of %s",
@@ -457,13 +481,21 @@ func (c *client) run(ctx context.Context) int {
 	} else {
 		transport, tail = c.stdioTransport()
 	}
+	caps := &mcp.ClientCapabilities{
+		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
+	}
+	if !c.inv.noTasks {
+		caps.AddExtension(tasksExtension, map[string]any{})
+	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: version}, &mcp.ClientOptions{
 		ElicitationHandler:         c.elicit,
 		ElicitationCompleteHandler: c.pageSent,
-		Capabilities: &mcp.ClientCapabilities{
-			Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
-		},
+		Capabilities:               caps,
 	})
+	if err := addTaskMethods(cl); err != nil {
+		c.fail("%v", err)
+		return 1
+	}
 	cs, err := cl.Connect(ctx, recordingTransport{transport, &c.schemas}, &mcp.ClientSessionOptions{ProtocolVersion: c.inv.protocol})
 	if err != nil {
 		if c.timedOut(ctx) {
@@ -490,6 +522,9 @@ func (c *client) run(ctx context.Context) int {
 	switch c.inv.command {
 	case "tools":
 		return c.listTools(ctx, cs)
+	case "task":
+		c.pull = true // a task's questions are the pull era's
+		return c.taskCommand(ctx, cs)
 	default:
 		return c.call(ctx, cs, tail)
 	}
@@ -612,6 +647,9 @@ func (c *client) call(ctx context.Context, cs *mcp.ClientSession, tail *stderrTa
 		c.fail("calling %s: %v", c.inv.tool, err)
 		c.showTail(tail)
 		return 1
+	}
+	if id := taskOf(res); id != "" {
+		return c.follow(ctx, cs, id)
 	}
 	printResult(c.stdout, res)
 	if s, ok := c.answerer.(*script); res.IsError || ok && s.misfits > 0 {

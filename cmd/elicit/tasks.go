@@ -1,0 +1,243 @@
+package main
+
+// The MCP Tasks extension (io.modelcontextprotocol/tasks). elicit declares it on a
+// 2026-07-28 session unless --no-tasks; a call the server turns into a task is followed
+// here: polled every pollIntervalMs, each form it waits on shown as any other question,
+// the answers sent with tasks/update, and the tool's result printed as a plain call's is.
+// The ids of the tasks being followed are kept (pending), so that after Ctrl-C or a crash
+// "elicit --url URL task resume ID" follows one again, and "task cancel ID" cancels it.
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// tasksExtension is the extension's name, under capabilities.extensions.
+const tasksExtension = "io.modelcontextprotocol/tasks"
+
+// relatedTask is the _meta key under which elicitd's CreateTaskResult repeats its taskId:
+// go-sdk decodes a tools/call result into its CallToolResult, which keeps only _meta.
+const relatedTask = "io.modelcontextprotocol/related-task"
+
+type taskIDParams struct {
+	mcp.ParamsBase
+	TaskID string `json:"taskId"`
+}
+
+type taskUpdateParams struct {
+	mcp.ParamsBase
+	TaskID         string                       `json:"taskId"`
+	InputResponses map[string]*mcp.ElicitResult `json:"inputResponses"`
+}
+
+type taskAck struct {
+	mcp.ResultBase
+}
+
+type detailedTask struct {
+	mcp.ResultBase
+	TaskID         string                     `json:"taskId"`
+	Status         string                     `json:"status"`
+	StatusMessage  string                     `json:"statusMessage"`
+	PollIntervalMs int64                      `json:"pollIntervalMs"`
+	InputRequests  map[string]json.RawMessage `json:"inputRequests"`
+	Result         *mcp.CallToolResult        `json:"result"`
+	Error          *struct {
+		Code    int64  `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// addTaskMethods registers the extension's methods on cl.
+func addTaskMethods(cl *mcp.Client) error {
+	return errors.Join(
+		mcp.AddSendingCustomMethod[*taskIDParams, *detailedTask](cl, "tasks/get"),
+		mcp.AddSendingCustomMethod[*taskUpdateParams, *taskAck](cl, "tasks/update"),
+		mcp.AddSendingCustomMethod[*taskIDParams, *taskAck](cl, "tasks/cancel"),
+	)
+}
+
+// taskOf is the id of the task res is, or "".
+func taskOf(res *mcp.CallToolResult) string {
+	related, _ := res.Meta[relatedTask].(map[string]any)
+	id, _ := related["taskId"].(string)
+	return id
+}
+
+// follow follows task id until it ends, and prints its result as call does: exit 0 for a
+// completed task whose tool did not report an error.
+func (c *client) follow(ctx context.Context, cs *mcp.ClientSession, id string) int {
+	kept := c.pending()
+	kept.add(id)
+	fmt.Fprintf(c.stderr, "%s made the call task %s; if elicit stops, go on with: elicit --url %s task resume %s\n",
+		c.server, id, c.inv.url, id)
+	for {
+		d, err := mcp.CallCustomMethod[*taskIDParams, *detailedTask](ctx, cs, "tasks/get", &taskIDParams{TaskID: id})
+		if err != nil {
+			if c.timedOut(ctx) {
+				return 1
+			}
+			c.fail("reading task %s: %v", id, err)
+			return 1
+		}
+		switch d.Status {
+		case "completed":
+			kept.remove(id)
+			if d.Result == nil {
+				c.fail("task %s completed with no result", id)
+				return 1
+			}
+			printResult(c.stdout, d.Result)
+			if s, ok := c.answerer.(*script); d.Result.IsError || ok && s.misfits > 0 {
+				return 1
+			}
+			return 0
+		case "failed":
+			kept.remove(id)
+			if d.Error != nil {
+				c.fail("task %s failed: %s (%d)", id, d.Error.Message, d.Error.Code)
+			} else {
+				c.fail("task %s failed", id)
+			}
+			return 1
+		case "cancelled":
+			kept.remove(id)
+			c.fail("task %s was cancelled", id)
+			return 1
+		case "input_required":
+			if err := c.answerTask(ctx, cs, id, d); err != nil {
+				if c.timedOut(ctx) {
+					return 1
+				}
+				c.fail("answering task %s: %v", id, err)
+				return 1
+			}
+			continue
+		}
+		wait := time.Duration(max(d.PollIntervalMs, 100)) * time.Millisecond
+		select {
+		case <-time.After(wait):
+		case <-ctx.Done():
+			c.timedOut(ctx)
+			return 1
+		}
+	}
+}
+
+// answerTask shows the forms task id waits on, in key order, and sends the answers.
+func (c *client) answerTask(ctx context.Context, cs *mcp.ClientSession, id string, d *detailedTask) error {
+	answers := map[string]*mcp.ElicitResult{}
+	keys := slices.Sorted(func(yield func(string) bool) {
+		for k := range d.InputRequests {
+			if !yield(k) {
+				return
+			}
+		}
+	})
+	for _, k := range keys {
+		var wire struct {
+			Method string           `json:"method"`
+			Params mcp.ElicitParams `json:"params"`
+		}
+		if err := json.Unmarshal(d.InputRequests[k], &wire); err != nil || wire.Method != "elicitation/create" {
+			fmt.Fprintf(c.stderr, "%s asked for %s, which elicit cannot answer; cancelling it\n", c.server, wire.Method)
+			answers[k] = &mcp.ElicitResult{Action: "cancel"}
+			continue
+		}
+		res, err := c.elicit(ctx, &mcp.ElicitRequest{Params: &wire.Params})
+		if err != nil {
+			return err
+		}
+		answers[k] = res
+	}
+	_, err := mcp.CallCustomMethod[*taskUpdateParams, *taskAck](ctx, cs, "tasks/update", &taskUpdateParams{TaskID: id, InputResponses: answers})
+	return err
+}
+
+// taskCommand runs "task resume ID" or "task cancel ID".
+func (c *client) taskCommand(ctx context.Context, cs *mcp.ClientSession) int {
+	id := c.inv.taskID
+	if c.inv.taskOp == "cancel" {
+		if _, err := mcp.CallCustomMethod[*taskIDParams, *taskAck](ctx, cs, "tasks/cancel", &taskIDParams{TaskID: id}); err != nil {
+			c.fail("cancelling task %s: %v", id, err)
+			return 1
+		}
+		c.pending().remove(id)
+		fmt.Fprintf(c.stderr, "task %s is cancelled\n", id)
+		return 0
+	}
+	return c.follow(ctx, cs, id)
+}
+
+// pendingTasks are the ids of the tasks elicit follows for one server, in a file of the
+// user's config directory (elicit/tasks/ and a digest of the URL), written whole by a
+// rename. Without a config directory nothing is kept.
+type pendingTasks struct{ file string }
+
+func (c *client) pending() *pendingTasks {
+	config, err := os.UserConfigDir()
+	if err != nil {
+		return &pendingTasks{}
+	}
+	sum := sha256.Sum256([]byte(c.inv.url))
+	return &pendingTasks{file: filepath.Join(config, "elicit", "tasks", hex.EncodeToString(sum[:8])+".json")}
+}
+
+func (p *pendingTasks) load() []string {
+	if p.file == "" {
+		return nil
+	}
+	var ids []string
+	if data, err := os.ReadFile(p.file); err == nil {
+		_ = json.Unmarshal(data, &ids)
+	}
+	return ids
+}
+
+func (p *pendingTasks) save(ids []string) {
+	if p.file == "" {
+		return
+	}
+	if err := os.MkdirAll(filepath.Dir(p.file), 0o700); err != nil {
+		return
+	}
+	data, err := json.Marshal(ids)
+	if err != nil {
+		return
+	}
+	tmp := p.file + ".tmp"
+	if os.WriteFile(tmp, data, 0o600) == nil {
+		_ = os.Rename(tmp, p.file)
+	}
+}
+
+func (p *pendingTasks) add(id string) {
+	ids := p.load()
+	if !slices.Contains(ids, id) {
+		p.save(append(ids, id))
+	}
+}
+
+func (p *pendingTasks) remove(id string) {
+	ids := p.load()
+	if i := slices.Index(ids, id); i >= 0 {
+		p.save(slices.Delete(ids, i, i+1))
+	}
+}
+
+// validTaskID reports whether id could be a task's id: elicit sends it to the server only
+// then.
+func validTaskID(id string) bool {
+	return id != "" && len(id) <= 256 && !strings.ContainsFunc(id, func(r rune) bool { return r < 0x21 || r > 0x7e })
+}
