@@ -21,6 +21,7 @@ import (
 
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/internal/stack"
+	"github.com/elicitd/elicitd/store"
 )
 
 // callKey carries the *call of a handler's context.
@@ -766,4 +767,41 @@ func (c *call) answer(ctx context.Context, pr elicitation.Prompt, round int, res
 	// Answered, or the question ended at that instant (its deadline): the handler says
 	// what follows.
 	return c.next(ctx)
+}
+
+// QuestionEnded reports whether the question that the round req's requestState answers has
+// ended without its answer (timed out, or cancelled), so that the call's next request gets
+// the tool's result for that end whatever it answers: for a driver of the pull era that is
+// not the person's client (package tasks), which learns of an end only by asking. It reads
+// the call's record, or, without a store, the call this process holds. A requestState it
+// cannot use counts as ended: the next request hears why.
+func (el *Elicitor) QuestionEnded(ctx context.Context, req *mcp.CallToolRequest) bool {
+	owner := el.Owner(req)
+	st, e := el.openState(req.Params, owner)
+	if e != nil {
+		return true
+	}
+	c, ended := el.calls.find(st.ID)
+	if c != nil {
+		c.mu.Lock()
+		how := c.how
+		c.mu.Unlock()
+		if strings.HasPrefix(how, elicitation.TimedOut.String()) || strings.HasPrefix(how, elicitation.Cancelled.String()) {
+			return true
+		}
+		if el.store == nil || !c.recorded() {
+			return false
+		}
+	}
+	if el.store == nil {
+		return c == nil || ended.how != ""
+	}
+	rec, err := el.read(ctx, owner, st.ID, false)
+	switch {
+	case errors.Is(err, store.ErrNotFound):
+		return c == nil
+	case err != nil:
+		return false // the store did not answer: asked again later
+	}
+	return rec.State == stateClosed || rec.State == "ended"
 }

@@ -7,6 +7,7 @@ import (
 	"flag"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -29,6 +30,7 @@ import (
 	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/memory"
 	"github.com/elicitd/elicitd/store/natsstore"
+	"github.com/elicitd/elicitd/tasks"
 	"github.com/elicitd/elicitd/validator"
 )
 
@@ -92,8 +94,20 @@ func newBenchNode(b *testing.B, s store.Store, owner func(*mcp.CallToolRequest) 
 	tool.Replayable, tool.Pure = true, true // as ask_user is
 	el.Add(server, tool)
 	el.AddManagement(server)
+	if benchTasks {
+		ts := tasks.New(tasks.Options{Store: s, Owner: owner})
+		ts.Allow("parcel", tasks.Optional)
+		if err := ts.Install(server); err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() { _ = ts.Close(context.Background()) })
+	}
 	return &benchNode{el: el, server: server, u: elicittest.Connect(b, server, elicittest.Pull)}
 }
+
+// benchTasks has the bench nodes serve the Tasks extension, and askOn's calls declare it:
+// each first call becomes a task waiting for the person.
+var benchTasks bool
 
 // benchAwake has the bench nodes keep their calls awake between rounds (Options.KeepAwake),
 // to compare with hibernation.
@@ -107,9 +121,22 @@ func (n *benchNode) ask(ctx context.Context, meta mcp.Meta) (string, error) {
 
 // askOn is ask on the client session cs.
 func askOn(ctx context.Context, cs *mcp.ClientSession, meta mcp.Meta) (string, error) {
+	if benchTasks {
+		meta = maps.Clone(meta)
+		meta[mcp.MetaKeyClientCapabilities] = map[string]any{"elicitation": map[string]any{"form": map[string]any{}},
+			"extensions": map[string]any{tasks.Extension: map[string]any{}}}
+	}
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Meta: meta, Name: "parcel", Arguments: map[string]any{}})
 	if err != nil {
 		return "", err
+	}
+	if benchTasks {
+		related, _ := res.Meta[tasks.RelatedTask].(map[string]any)
+		id, _ := related["taskId"].(string)
+		if id == "" {
+			return "", fmt.Errorf("the first call did not become a task: %+v", res)
+		}
+		return id, nil
 	}
 	if _, ok := res.InputRequests["elicit-1"]; !ok || len(res.InputRequests) != 1 || res.RequestState == "" {
 		return "", fmt.Errorf("the first call did not hand out round 1: %+v", res.Content)
@@ -308,7 +335,9 @@ const (
 // those of store.List for one owner alone. fill-s is the time the 100,000 first calls took.
 // rss-B/question is the process's resident memory per question, measured after
 // debug.FreeOSMemory. Sub-benchmark embedded-awake is the embedded store with
-// Options.KeepAwake: each question's call kept awake, as before hibernation, to compare.
+// Options.KeepAwake: each question's call kept awake, as before hibernation, to compare;
+// embedded-tasks the embedded store with the Tasks extension, each question a task waiting
+// for the person (its record beside the question's: store-B/question counts both).
 func BenchmarkLiveQuestions(b *testing.B) {
 	b.Run("nil", func(b *testing.B) { benchLive(b, nil, nil) })
 	b.Run("memory", func(b *testing.B) {
@@ -317,6 +346,11 @@ func BenchmarkLiveQuestions(b *testing.B) {
 		benchLive(b, s, func() (int64, int64) { r, _ := s.Bytes(); return r, 0 })
 	})
 	b.Run("embedded", func(b *testing.B) { benchLiveEmbedded(b) })
+	b.Run("embedded-tasks", func(b *testing.B) {
+		benchTasks = true
+		b.Cleanup(func() { benchTasks = false })
+		benchLiveEmbedded(b)
+	})
 	b.Run("embedded-awake", func(b *testing.B) {
 		benchAwake = true
 		b.Cleanup(func() { benchAwake = false })

@@ -69,6 +69,14 @@ type Options struct {
 	// SupportOf, when set, says how a tool not declared with Allow takes part (for one,
 	// ask.Elicitor.TaskSupport, which reads ask.Tool.Tasks).
 	SupportOf func(tool string) Support
+	// DeadlineKey, when set, is the _meta key of an input request's params under which the
+	// tool says when its question ends unanswered (RFC 3339; ask.DeadlineKey). Past it, a
+	// tasks/get asks Ended whether the question has ended; if so the call's next round runs
+	// at once, and the task ends with the tool's own result for that end.
+	DeadlineKey string
+	// Ended reports whether the question of the round whose requestState req carries has
+	// ended without its answer (ask.Elicitor.QuestionEnded).
+	Ended func(ctx context.Context, req *mcp.CallToolRequest) bool
 	Logger    *slog.Logger // discards when nil
 }
 
@@ -260,6 +268,9 @@ type task struct {
 	Result       json.RawMessage            `json:"result,omitempty"`
 	Error        *wireError                 `json:"error,omitempty"`
 	Node         string                     `json:"node,omitempty"` // whose process runs it while working
+	// Due is when the round's question ends unless answered, as its input requests said
+	// (Options.DeadlineKey), or when to look again.
+	Due time.Time `json:"due,omitzero"`
 }
 
 type input struct {
@@ -469,9 +480,12 @@ func (s *Server) settle(tk *task, o outcome) {
 			return
 		}
 		tk.Round++
-		tk.Status, tk.RequestState, tk.Inputs = InputRequired, res.RequestState, map[string]input{}
+		tk.Status, tk.RequestState, tk.Inputs, tk.Due = InputRequired, res.RequestState, map[string]input{}, time.Time{}
 		for k, r := range reqs {
 			tk.Inputs[strconv.Itoa(tk.Round)+"-"+k] = input{Key: k, Request: r}
+			if due := s.deadlineOf(res.InputRequests[k]); !due.IsZero() && (tk.Due.IsZero() || due.Before(tk.Due)) {
+				tk.Due = due
+			}
 		}
 		tk.Message = "waiting for the person's answer"
 		return
@@ -484,6 +498,58 @@ func (s *Server) settle(tk *task, o outcome) {
 		return
 	}
 	tk.Status, tk.Result = Completed, withComplete(raw)
+}
+
+// deadlineOf is the deadline the input request r carries (Options.DeadlineKey), or zero.
+func (s *Server) deadlineOf(r mcp.InputRequest) time.Time {
+	p, ok := r.(*mcp.ElicitParams)
+	if !ok || s.o.DeadlineKey == "" || p.Meta == nil {
+		return time.Time{}
+	}
+	v, _ := p.Meta[s.o.DeadlineKey].(string)
+	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil {
+		return time.Time{}
+	}
+	return t
+}
+
+// expirySlack is how long after a question's deadline a task looks whether it has ended:
+// the tool's timer decides, a moment later.
+const expirySlack = time.Second
+
+// lookAgain is how long a task whose question outlived its deadline (extended) waits before
+// it looks again.
+const lookAgain = 5 * time.Second
+
+// expire runs the next round of task id, waiting for the person past its question's
+// deadline, if that question has ended: the tool's result for that end (its timeout, say)
+// ends the task. Otherwise the task looks again a little later.
+func (s *Server) expire(ctx context.Context, owner, id string, rec store.Record, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) (store.Record, task) {
+	probe := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
+		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args), RequestState: tk.RequestState}}
+	ended := s.o.Ended(ctx, probe)
+	claimed := tk
+	if ended {
+		claimed.Status, claimed.Node, claimed.Message, claimed.Updated = Working, nodeTag, "", s.o.Clock.Now()
+	} else {
+		claimed.Due = s.o.Clock.Now().Add(lookAgain)
+	}
+	if err := s.write(ctx, rec, claimed); err != nil {
+		return rec, tk // another request changed it: that one's doing
+	}
+	if !ended {
+		return rec, claimed
+	}
+	// The question has ended: whatever the round answers, the tool's own result for that
+	// end is what the call returns.
+	responses := mcp.InputResponseMap{}
+	for _, in := range tk.Inputs {
+		responses[in.Key] = &mcp.ElicitResult{Action: "cancel"}
+	}
+	probe.Params.InputResponses = responses
+	s.adopt(owner, id, s.start(ctx, probe, next))
+	return rec, claimed
 }
 
 // withComplete is a CallToolResult's encoding with resultType "complete".
@@ -622,6 +688,9 @@ func (s *Server) method(ctx context.Context, method string, req mcp.Request, nex
 		rec, tk, err := s.read(ctx, owner, id)
 		if err != nil {
 			return nil, err
+		}
+		if tk.Status == InputRequired && s.o.Ended != nil && !tk.Due.IsZero() && s.o.Clock.Now().After(tk.Due.Add(expirySlack)) {
+			rec, tk = s.expire(ctx, owner, id, rec, tk, caller, req, next)
 		}
 		return s.detailed(rec, tk), nil
 	case "tasks/cancel":

@@ -62,6 +62,9 @@ type fixture struct {
 	// release lets the tool "slow" return; stopped counts the slow calls cancelled.
 	release chan struct{}
 	stopped atomic.Int32
+	// ended says whether the question of "due" has ended; probes counts the looks.
+	ended  atomic.Bool
+	probes atomic.Int32
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -120,7 +123,21 @@ func newFixture(t *testing.T) *fixture {
 		owners[req.Session] = o
 		return o
 	}
-	f.tasks = tasks.New(tasks.Options{Store: st, Clock: clk, Owner: ownerOf, TTL: time.Hour, PollInterval: 500 * time.Millisecond})
+	// due asks with a deadline a minute on; its question has ended once f.ended says so.
+	f.server.AddTool(&mcp.Tool{Name: "due", InputSchema: noArgs}, func(_ context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if r, ok := req.Params.InputResponses["a"].(*mcp.ElicitResult); ok && r.Action == "cancel" && f.ended.Load() {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "timed out"}}}, nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": &mcp.ElicitParams{Message: "A?",
+			Meta:            mcp.Meta{"deadline": clk.Now().Add(time.Minute).Format(time.RFC3339Nano)},
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: "s"}, nil
+	})
+	f.tasks = tasks.New(tasks.Options{Store: st, Clock: clk, Owner: ownerOf, TTL: time.Hour, PollInterval: 500 * time.Millisecond,
+		DeadlineKey: "deadline", Ended: func(context.Context, *mcp.CallToolRequest) bool {
+			f.probes.Add(1)
+			return f.ended.Load()
+		}})
+	f.tasks.Allow("due", tasks.Optional)
 	f.tasks.Allow("two", tasks.Optional)
 	f.tasks.Allow("quick", tasks.Optional)
 	f.tasks.Allow("slow", tasks.Optional)
@@ -387,4 +404,36 @@ func TestATaskIsItsCallersOnlyAndOnlyForItsTTL(t *testing.T) {
 	f.clk.Add(2 * time.Minute)
 	_, err = c.get(t, id)
 	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, err), "gone after it")
+}
+
+// A task waiting for the person past its question's deadline looks whether the question has
+// ended (not before); while it has not (extended, say) it looks again a little later, not at
+// every poll; once it has, the call's next round runs, and the tool's own result for that end
+// completes the task.
+func TestATaskPastItsDeadlineEndsWithTheToolsResult(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "due")
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
+	f.clk.Add(30 * time.Second)
+	d, err := c.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.InputRequired, d.Status)
+	assert.Zero(t, f.probes.Load(), "not looked at before its deadline")
+
+	f.clk.Add(time.Minute) // past the deadline; the question goes on (extended)
+	for range 3 {
+		d, err = c.get(t, id)
+		require.NoError(t, err)
+		assert.Equal(t, tasks.InputRequired, d.Status)
+	}
+	assert.EqualValues(t, 1, f.probes.Load(), "looked at once, then again only later")
+
+	f.ended.Store(true)
+	f.clk.Add(10 * time.Second)
+	d = c.until(t, id, tasks.Completed)
+	require.NotNil(t, d.Result)
+	assert.Equal(t, "timed out", d.Result.Content[0].(*mcp.TextContent).Text)
+	assert.EqualValues(t, 2, f.probes.Load())
 }

@@ -371,3 +371,29 @@ func mustField(t *testing.T, raw []byte, field string) string {
 	require.NoError(t, json.Unmarshal(raw, &m))
 	return string(m[field])
 }
+
+// A task whose question reaches its deadline unanswered ends as a pull-era call does at its
+// deadline: completed, with the tool's own result for the timeout, seen by a client that
+// only polls (it never answers).
+func TestATaskEndsAtItsQuestionsDeadline(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		args []string
+	}{
+		{"embedded", []string{"--rate", "0", "--store", "embedded", "--data-dir", t.TempDir()}},
+		{"memory", []string{"--rate", "0", "--store", "memory"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := startHTTPWith(t, tc.args)
+			c := newTaskClient(t, httpTransport(s, nil))
+			id, _ := c.call(t, "ask_user", map[string]any{"message": "Who?", "form": nameForm, "timeout_seconds": 1})
+			require.NotEmpty(t, id)
+			d := c.until(t, id, tasks.Completed)
+			require.Equal(t, tasks.Completed, d.Status, "%+v", d)
+			require.NotNil(t, d.Result)
+			raw, err := json.Marshal(d.Result.StructuredContent)
+			require.NoError(t, err)
+			assert.Contains(t, string(raw), `"status":"timeout"`, "ask_user's own result for a timeout: %s", raw)
+		})
+	}
+}
