@@ -76,8 +76,8 @@ type Options struct {
 	DeadlineKey string
 	// Ended reports whether the question of the round whose requestState req carries has
 	// ended without its answer (ask.Elicitor.QuestionEnded).
-	Ended func(ctx context.Context, req *mcp.CallToolRequest) bool
-	Logger    *slog.Logger // discards when nil
+	Ended  func(ctx context.Context, req *mcp.CallToolRequest) bool
+	Logger *slog.Logger // discards when nil
 }
 
 // Server serves the extension beside the tools of a go-sdk server.
