@@ -90,6 +90,9 @@ type Server struct {
 	running map[string]context.CancelCauseFunc
 	busy    sync.WaitGroup
 	closed  bool
+	stop    chan struct{} // closed by Stop
+	// node names this Server in the records of the tasks it runs while working.
+	node string
 }
 
 type toolTasks struct {
@@ -115,7 +118,8 @@ func New(o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{o: o, log: log, tools: map[string]toolTasks{}, running: map[string]context.CancelCauseFunc{}}
+	return &Server{o: o, log: log, tools: map[string]toolTasks{}, running: map[string]context.CancelCauseFunc{}, stop: make(chan struct{}),
+		node: rand.Text()[:10]}
 }
 
 // ToolOption qualifies a tool's Support.
@@ -177,15 +181,24 @@ func (s *Server) Install(srv *mcp.Server) error {
 // tools/call that a task's rounds go to.
 var errNotReached = errors.New("tasks: the extension's middleware is not installed")
 
-// Close stops the calls this node runs for tasks in working (each ends failed, its record
-// says so) and waits for them, or for ctx.
-func (s *Server) Close(ctx context.Context) error {
+// Stop begins the node's stop: a round it runs for a task is left to another node (its
+// record is not written: once its beats stop, the next tasks/get elsewhere runs it again),
+// and a first call it runs, which cannot be asked again, is stopped, its task failed. Call
+// it before the tools' own stop (ask.Elicitor.Close), whose results for the calls it cuts
+// short are then not taken for the tasks'.
+func (s *Server) Stop() {
 	s.mu.Lock()
-	s.closed = true
-	for _, cancel := range s.running {
-		cancel(errStopping)
+	defer s.mu.Unlock()
+	if s.closed {
+		return
 	}
-	s.mu.Unlock()
+	s.closed = true
+	close(s.stop)
+}
+
+// Close stops (Stop) and waits for the calls this node runs for tasks, or for ctx.
+func (s *Server) Close(ctx context.Context) error {
+	s.Stop()
 	done := make(chan struct{})
 	go func() { s.busy.Wait(); close(done) }()
 	select {
@@ -196,7 +209,7 @@ func (s *Server) Close(ctx context.Context) error {
 	}
 }
 
-var errStopping = errors.New("the node running the task stopped")
+var errStopping = errors.New("the node running the task stopped before it finished; call the tool again")
 
 // Wire types.
 
@@ -271,6 +284,22 @@ type task struct {
 	// Due is when the round's question ends unless answered, as its input requests said
 	// (Options.DeadlineKey), or when to look again.
 	Due time.Time `json:"due,omitzero"`
+	// Beat is when the node running the task (working) last said it still does: every
+	// beatEvery. A round whose node has not said so for staleAfter is run again by the
+	// node a tasks/get reaches (an identical resend of the pull era's request).
+	Beat time.Time `json:"beat,omitzero"`
+}
+
+// How often a node running a task says so, and how long a silence means it is gone.
+const (
+	beatEvery  = 10 * time.Second
+	staleAfter = 3 * beatEvery
+)
+
+// resendable reports whether tk, working, runs a round the pull era can be asked again
+// (its requestState and every answer are in the record): not a first call.
+func (tk *task) resendable() bool {
+	return tk.RequestState != "" && len(tk.Answers) == len(tk.Inputs) && len(tk.Inputs) > 0
 }
 
 type input struct {
@@ -379,18 +408,15 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 	case <-s.o.Clock.After(s.o.Window):
 	}
 	// Still working: a task from here. Its record first, then the handle.
-	tk.Node = nodeTag
+	tk.Node, tk.Beat = s.node, tk.Created
 	rec, err := s.create(ctx, owner, id, tk)
 	if err != nil {
 		run.cancel(err)
 		return nil, err
 	}
-	s.adopt(owner, id, run)
+	s.adopt(owner, id, run, false)
 	return s.createdResult(rec, tk), nil
 }
-
-// nodeTag names this process in the records of the tasks it runs while working.
-var nodeTag = rand.Text()[:10]
 
 // running is a tools/call under way for a task.
 type running struct {
@@ -418,19 +444,52 @@ func (s *Server) start(ctx context.Context, req *mcp.CallToolRequest, next mcp.M
 
 // adopt waits, on its own goroutine, for the call run started for task id (working), and
 // records what it comes to.
-func (s *Server) adopt(owner, id string, run running) {
+func (s *Server) adopt(owner, id string, run running, resendable bool) {
 	s.mu.Lock()
 	s.running[id] = run.cancel
 	s.mu.Unlock()
 	s.busy.Add(1)
 	go func() {
 		defer s.busy.Done()
-		o := <-run.done
+		beat := s.o.Clock.Ticker(beatEvery)
+		defer beat.Stop()
+		stop := s.stop
+		var o outcome
+	wait:
+		for {
+			select {
+			case o = <-run.done:
+				break wait
+			case <-beat.C:
+				_ = s.change(context.Background(), owner, id, func(tk *task) bool {
+					if terminal(tk.Status) || tk.Node != s.node {
+						return false
+					}
+					tk.Beat = s.o.Clock.Now()
+					return true
+				})
+			case <-stop:
+				stop = nil
+				if !resendable {
+					run.cancel(errStopping) // recorded failed, below
+				}
+			}
+		}
 		s.mu.Lock()
 		delete(s.running, id)
+		stopping := s.closed
 		s.mu.Unlock()
+		if stopping && resendable {
+			// What the tools answered as this node stops is not the round's result: the
+			// round is run again elsewhere.
+			run.cancel(nil)
+			return
+		}
+		if stopping {
+			o = outcome{err: errStopping}
+		}
 		err := s.change(context.Background(), owner, id, func(tk *task) bool {
-			if terminal(tk.Status) || tk.Node != nodeTag {
+			if terminal(tk.Status) || tk.Node != s.node {
 				return false // cancelled meanwhile, or taken on elsewhere
 			}
 			s.settle(tk, o)
@@ -459,7 +518,7 @@ func toolResult(res mcp.Result) (*mcp.CallToolResult, bool) {
 // the tool's result, or the JSON-RPC error.
 func (s *Server) settle(tk *task, o outcome) {
 	tk.Updated = s.o.Clock.Now()
-	tk.Node, tk.Answers, tk.Inputs, tk.RequestState, tk.Message = "", nil, nil, "", ""
+	tk.Node, tk.Answers, tk.Inputs, tk.RequestState, tk.Message, tk.Beat = "", nil, nil, "", "", time.Time{}
 	if o.err != nil {
 		tk.Status, tk.Error = Failed, asWireError(o.err)
 		return
@@ -531,9 +590,18 @@ func (s *Server) expire(ctx context.Context, owner, id string, rec store.Record,
 	ended := s.o.Ended(ctx, probe)
 	claimed := tk
 	if ended {
-		claimed.Status, claimed.Node, claimed.Message, claimed.Updated = Working, nodeTag, "", s.o.Clock.Now()
+		claimed.Status, claimed.Node, claimed.Message, claimed.Updated = Working, s.node, "", s.o.Clock.Now()
 	} else {
 		claimed.Due = s.o.Clock.Now().Add(lookAgain)
+	}
+	if ended {
+		// The question has ended: whatever the round answers, the tool's own result for
+		// that end is what the call returns.
+		claimed.Answers = map[string]json.RawMessage{}
+		for k := range tk.Inputs {
+			claimed.Answers[k] = json.RawMessage(`{"action":"cancel"}`)
+		}
+		claimed.Beat = claimed.Updated
 	}
 	if err := s.write(ctx, rec, claimed); err != nil {
 		return rec, tk // another request changed it: that one's doing
@@ -541,14 +609,55 @@ func (s *Server) expire(ctx context.Context, owner, id string, rec store.Record,
 	if !ended {
 		return rec, claimed
 	}
-	// The question has ended: whatever the round answers, the tool's own result for that
-	// end is what the call returns.
+	s.runRound(ctx, owner, id, claimed, caller, req, next)
+	return rec, claimed
+}
+
+// runRound runs the round tk has claimed for this node (working, every answer in): the
+// call's next request, with the requestState and the answers.
+func (s *Server) runRound(ctx context.Context, owner, id string, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) {
 	responses := mcp.InputResponseMap{}
-	for _, in := range tk.Inputs {
-		responses[in.Key] = &mcp.ElicitResult{Action: "cancel"}
+	for k, v := range tk.Answers {
+		var one mcp.InputResponseMap
+		if err := json.Unmarshal([]byte(`{`+strconv.Quote(tk.Inputs[k].Key)+`:`+string(v)+`}`), &one); err != nil {
+			// Not a response the tool could read: the round is asked again as it was.
+			_ = s.change(ctx, owner, id, func(tk *task) bool {
+				if tk.Status != Working || tk.Node != s.node {
+					return false
+				}
+				tk.Status, tk.Node, tk.Answers = InputRequired, "", nil
+				tk.Message = fmt.Sprintf("the answer to %s could not be read (%v); answer again", k, err)
+				return true
+			})
+			return
+		}
+		maps.Copy(responses, one)
 	}
-	probe.Params.InputResponses = responses
-	s.adopt(owner, id, s.start(ctx, probe, next))
+	call := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
+		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args), RequestState: tk.RequestState, InputResponses: responses}}
+	s.adopt(owner, id, s.start(ctx, call, next), true)
+}
+
+// orphaned takes over task id, working on a node that has not said it still runs it for
+// staleAfter (gone, or stopped): its round is run again here, an identical resend of the
+// pull era's request, which gets what the round got, or runs it; a first call, which
+// cannot be asked again, ends the task failed.
+func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Record, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) (store.Record, task) {
+	claimed := tk
+	now := s.o.Clock.Now()
+	if tk.resendable() {
+		claimed.Node, claimed.Beat = s.node, now
+	} else {
+		claimed.Status, claimed.Node, claimed.Updated, claimed.Message = Failed, "", now, ""
+		claimed.Error = &wireError{Code: jsonrpc.CodeInternalError, Message: "the node running the task stopped before it finished; call the tool again"}
+	}
+	if err := s.write(ctx, rec, claimed); err != nil {
+		return rec, tk // another request took it first
+	}
+	if claimed.Status == Working {
+		s.log.Info("took over a task whose node stopped", "task", id)
+		s.runRound(ctx, owner, id, claimed, caller, req, next)
+	}
 	return rec, claimed
 }
 
@@ -689,8 +798,11 @@ func (s *Server) method(ctx context.Context, method string, req mcp.Request, nex
 		if err != nil {
 			return nil, err
 		}
-		if tk.Status == InputRequired && s.o.Ended != nil && !tk.Due.IsZero() && s.o.Clock.Now().After(tk.Due.Add(expirySlack)) {
+		switch now := s.o.Clock.Now(); {
+		case tk.Status == InputRequired && s.o.Ended != nil && !tk.Due.IsZero() && now.After(tk.Due.Add(expirySlack)):
 			rec, tk = s.expire(ctx, owner, id, rec, tk, caller, req, next)
+		case tk.Status == Working && tk.Node != s.node && now.Sub(tk.Beat) > staleAfter:
+			rec, tk = s.orphaned(ctx, owner, id, rec, tk, caller, req, next)
 		}
 		return s.detailed(rec, tk), nil
 	case "tasks/cancel":
@@ -749,7 +861,7 @@ func (s *Server) update(ctx context.Context, owner, id string, answers map[strin
 		tk.Updated = s.o.Clock.Now()
 		all := len(tk.Answers) == len(tk.Inputs)
 		if all {
-			tk.Status, tk.Node, tk.Message = Working, nodeTag, "" // claimed: this node runs the round
+			tk.Status, tk.Node, tk.Message, tk.Beat = Working, s.node, "", tk.Updated // claimed: this node runs the round
 		}
 		err = s.write(ctx, rec, tk)
 		if errors.Is(err, store.ErrConflict) {
@@ -767,26 +879,7 @@ func (s *Server) update(ctx context.Context, owner, id string, answers map[strin
 	if round == nil {
 		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task is changing too fast; try again"}
 	}
-	responses := mcp.InputResponseMap{}
-	for k, v := range round.Answers {
-		var one mcp.InputResponseMap
-		if err := json.Unmarshal([]byte(`{`+strconv.Quote(round.Inputs[k].Key)+`:`+string(v)+`}`), &one); err != nil {
-			// Not a response the tool could read: the round is asked again as it was.
-			_ = s.change(ctx, owner, id, func(tk *task) bool {
-				if tk.Status != Working || tk.Node != nodeTag {
-					return false
-				}
-				tk.Status, tk.Node, tk.Answers = InputRequired, "", nil
-				tk.Message = fmt.Sprintf("the answer to %s could not be read (%v); answer again", k, err)
-				return true
-			})
-			return &ack{ResultType: "complete"}, nil
-		}
-		maps.Copy(responses, one)
-	}
-	call := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
-		Meta: callMeta(req), Name: round.Tool, Arguments: argsOf(round.Args), RequestState: round.RequestState, InputResponses: responses}}
-	s.adopt(owner, id, s.start(ctx, call, next))
+	s.runRound(ctx, owner, id, *round, caller, req, next)
 	return &ack{ResultType: "complete"}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/goleak"
 
+	"github.com/elicitd/elicitd/store"
 	"github.com/elicitd/elicitd/store/memory"
 	"github.com/elicitd/elicitd/tasks"
 )
@@ -62,6 +63,7 @@ type fixture struct {
 	// release lets the tool "slow" return; stopped counts the slow calls cancelled.
 	release chan struct{}
 	stopped atomic.Int32
+	hold chan struct{} // see round2
 	// ended says whether the question of "due" has ended; probes counts the looks.
 	ended  atomic.Bool
 	probes atomic.Int32
@@ -72,6 +74,13 @@ func newFixture(t *testing.T) *fixture {
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
 	st := memory.New(memory.Options{Clock: clk})
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	return newNode(t, clk, st)
+}
+
+// newNode is a fixture on st, which other fixtures may share: another node of a cluster.
+func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
+	t.Helper()
 	caps := &mcp.ServerCapabilities{}
 	tasks.Capabilities(caps)
 	f := &fixture{clk: clk, release: make(chan struct{})}
@@ -88,6 +97,18 @@ func newFixture(t *testing.T) *fixture {
 			return &mcp.ElicitParams{Message: m, RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}
 		}
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": ask("A?"), "b": ask("B?")}, RequestState: "state-1"}, nil
+	})
+	// round2 asks once; the round that answers it waits for hold to close (a node that
+	// stops mid-round), unless f.hold is nil.
+	f.server.AddTool(&mcp.Tool{Name: "round2", InputSchema: noArgs}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if a, ok := req.Params.InputResponses["a"].(*mcp.ElicitResult); ok {
+			if f.hold != nil {
+				<-f.hold
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "got " + a.Content["x"].(string)}}}, nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": &mcp.ElicitParams{Message: "A?",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: "r2"}, nil
 	})
 	f.server.AddTool(&mcp.Tool{Name: "quick", InputSchema: noArgs}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
@@ -139,6 +160,7 @@ func newFixture(t *testing.T) *fixture {
 		}})
 	f.tasks.Allow("due", tasks.Optional)
 	f.tasks.Allow("two", tasks.Optional)
+	f.tasks.Allow("round2", tasks.Optional)
 	f.tasks.Allow("quick", tasks.Optional)
 	f.tasks.Allow("slow", tasks.Optional)
 	f.tasks.Allow("broken", tasks.Required)
@@ -150,7 +172,6 @@ func newFixture(t *testing.T) *fixture {
 			close(f.release)
 		}
 		require.NoError(t, f.tasks.Close(context.Background()))
-		require.NoError(t, st.Close())
 	})
 	return f
 }
@@ -436,4 +457,56 @@ func TestATaskPastItsDeadlineEndsWithTheToolsResult(t *testing.T) {
 	require.NotNil(t, d.Result)
 	assert.Equal(t, "timed out", d.Result.Content[0].(*mcp.TextContent).Text)
 	assert.EqualValues(t, 2, f.probes.Load())
+}
+
+// A round whose node stops (Stop: what its tools answer as they stop is not the round's
+// result) or dies (its beats stop) is run again by the node a tasks/get reaches once the
+// node has been silent for 30 s: an identical resend, which completes the task. A first call
+// (working, never asked again) whose node dies ends the task failed, with an error that says
+// so; before 30 s of silence nothing is taken over.
+func TestATaskWhoseNodeStopsIsTakenOver(t *testing.T) {
+	clkA, clkB := clock.NewMock(), clock.NewMock()
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	clkA.Set(start)
+	clkB.Set(start)
+	st := memory.New(memory.Options{Clock: clkB})
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	a, b := newNode(t, clkA, st), newNode(t, clkB, st)
+	a.hold = make(chan struct{})
+	t.Cleanup(func() { close(a.hold) })
+	ca := a.connect(t, true)
+	// The same caller on both nodes: the fixture's first session is caller-A on each.
+	cb := b.connect(t, true)
+
+	id, _, err := a.call(t, ca, "round2")
+	require.NoError(t, err)
+	d := ca.until(t, id, tasks.InputRequired)
+	var key string
+	for k := range d.InputRequests {
+		key = k
+	}
+	ca.update(t, id, map[string]any{key: accept("Ada")}) // A runs the round, which hangs
+	a.tasks.Stop()                                       // and A stops
+
+	clkB.Add(20 * time.Second)
+	d, err = cb.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.Working, d.Status, "not taken over before 30 s of silence")
+	clkB.Add(15 * time.Second)
+	d = cb.until(t, id, tasks.Completed)
+	require.NotNil(t, d.Result)
+	assert.Equal(t, "got Ada", d.Result.Content[0].(*mcp.TextContent).Text, "B ran the round again")
+
+	// A first call, working on A when A dies (no Stop: its beats just end).
+	a2 := newNode(t, clkA, st)
+	c2 := a2.connect(t, true)
+	first, _, err := a2.call(t, c2, "slow")
+	require.NoError(t, err)
+	require.NotEmpty(t, first)
+	clkB.Add(10 * time.Minute)
+	d, err = cb.get(t, first)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.Failed, d.Status)
+	require.NotNil(t, d.Error)
+	assert.Contains(t, d.Error.Message, "stopped before it finished")
 }

@@ -160,6 +160,9 @@ func (s *server) close(ctx context.Context, reason elicitation.Reason) error {
 	if s.stopReloads != nil {
 		s.stopReloads()
 	}
+	if s.tasks != nil {
+		s.tasks.Stop() // first: the rounds the Elicitor's stop cuts short are left to another node
+	}
 	err := s.el.Close(ctx, reason)
 	if s.tasks != nil {
 		err = errors.Join(err, s.tasks.Close(ctx))
