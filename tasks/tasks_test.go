@@ -63,7 +63,7 @@ type fixture struct {
 	// release lets the tool "slow" return; stopped counts the slow calls cancelled.
 	release chan struct{}
 	stopped atomic.Int32
-	hold chan struct{} // see round2
+	hold    chan struct{} // see round2
 	// ended says whether the question of "due" has ended; probes counts the looks.
 	ended  atomic.Bool
 	probes atomic.Int32
