@@ -778,18 +778,26 @@ func (s *Server) createdResult(rec store.Record, tk task) *created {
 
 // method answers tasks/get, tasks/update and tasks/cancel.
 func (s *Server) method(ctx context.Context, method string, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
-	if !declares(requestCapabilities(req)) {
-		return nil, missingCapability(method)
-	}
+	// The SDK lets a request without params through, as a nil params struct: refused
+	// before anything reads it (it panicked).
 	var id string
 	var answers map[string]json.RawMessage
 	switch p := req.GetParams().(type) {
 	case *taskParams:
+		if p == nil {
+			return nil, invalidParams("%s needs params with a taskId", method)
+		}
 		id = p.TaskID
 	case *updateParams:
+		if p == nil {
+			return nil, invalidParams("%s needs params with a taskId and inputResponses", method)
+		}
 		id, answers = p.TaskID, p.InputResponses
 	default:
 		return nil, invalidParams("%s: unexpected params", method)
+	}
+	if !declares(requestCapabilities(req)) {
+		return nil, missingCapability(method)
 	}
 	if extra := req.GetExtra(); extra != nil && extra.Header != nil {
 		// SEP-2663's routing header: a load balancer may route on it, so it must name the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -509,4 +510,51 @@ func TestATaskWhoseNodeStopsIsTakenOver(t *testing.T) {
 	assert.Equal(t, tasks.Failed, d.Status)
 	require.NotNil(t, d.Error)
 	assert.Contains(t, d.Error.Message, "stopped before it finished")
+}
+
+// The extension's methods sent with no params at all (or null) are refused with invalid
+// params; they crashed the process (a nil params struct reached the middleware).
+func TestAMethodWithoutParamsIsRefused(t *testing.T) {
+	f := newFixture(t)
+	st, ct := mcp.NewInMemoryTransports()
+	ss, err := f.server.Connect(context.Background(), st, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ss.Close() })
+	conn, err := ct.Connect(context.Background())
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = conn.Close() })
+	ctx := ctxT(t)
+	send := func(id int64, method, params string) {
+		t.Helper()
+		msg := `{"jsonrpc":"2.0","id":` + strconv.FormatInt(id, 10) + `,"method":"` + method + `"`
+		if params != "" {
+			msg += `,"params":` + params
+		}
+		m, err := jsonrpc.DecodeMessage([]byte(msg + "}"))
+		require.NoError(t, err)
+		require.NoError(t, conn.Write(ctx, m))
+	}
+	read := func() *jsonrpc.Response {
+		t.Helper()
+		m, err := conn.Read(ctx)
+		require.NoError(t, err)
+		r, ok := m.(*jsonrpc.Response)
+		require.True(t, ok, "%T", m)
+		return r
+	}
+	send(1, "initialize", `{"protocolVersion":"2025-11-25","capabilities":{"extensions":{"io.modelcontextprotocol/tasks":{}}},"clientInfo":{"name":"raw","version":"1"}}`)
+	require.Nil(t, read().Error)
+	m, err := jsonrpc.DecodeMessage([]byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`))
+	require.NoError(t, err)
+	require.NoError(t, conn.Write(ctx, m))
+	for i, method := range []string{"tasks/get", "tasks/update", "tasks/cancel"} {
+		for j, params := range []string{"", "null"} {
+			send(int64(10+2*i+j), method, params)
+			r := read()
+			require.NotNil(t, r.Error, "%s with params %q", method, params)
+			assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, r.Error), "%s with params %q", method, params)
+		}
+	}
+	send(99, "ping", "")
+	assert.Nil(t, read().Error, "the server still answers")
 }
