@@ -87,7 +87,7 @@ type Server struct {
 	mu    sync.Mutex
 	tools map[string]toolTasks
 	// running are the calls this node runs for a task in working, by task id.
-	running map[string]context.CancelCauseFunc
+	running map[string]runEntry
 	busy    sync.WaitGroup
 	closed  bool
 	stop    chan struct{} // closed by Stop
@@ -118,7 +118,7 @@ func New(o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{o: o, log: log, tools: map[string]toolTasks{}, running: map[string]context.CancelCauseFunc{}, stop: make(chan struct{}),
+	return &Server{o: o, log: log, tools: map[string]toolTasks{}, running: map[string]runEntry{}, stop: make(chan struct{}),
 		node: rand.Text()[:10]}
 }
 
@@ -288,6 +288,10 @@ type task struct {
 	// beatEvery. A round whose node has not said so for staleAfter is run again by the
 	// node a tasks/get reaches (an identical resend of the pull era's request).
 	Beat time.Time `json:"beat,omitzero"`
+	// Claim names the run of the round (working) that may beat for it and record what it
+	// comes to: a run whose claim the record no longer names (cancelled, taken over, a
+	// later round) changes nothing.
+	Claim string `json:"claim,omitempty"`
 }
 
 // How often a node running a task says so, and how long a silence means it is gone.
@@ -403,7 +407,10 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 	if len(req.Params.Arguments) > 0 {
 		tk.Args = json.RawMessage(req.Params.Arguments)
 	}
-	run := s.start(ctx, detached(req), next)
+	run, ok := s.start(ctx, detached(req), next)
+	if !ok {
+		return next(ctx, "tools/call", req) // this node stops: no task is begun here
+	}
 	select {
 	case o := <-run.done:
 		res, ok := toolResult(o.res)
@@ -421,13 +428,13 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 	case <-s.o.Clock.After(s.o.Window):
 	}
 	// Still working: a task from here. Its record first, then the handle.
-	tk.Node, tk.Beat = s.node, tk.Created
+	tk.Node, tk.Beat, tk.Claim = s.node, tk.Created, newClaim()
 	rec, err := s.create(ctx, owner, id, tk)
 	if err != nil {
 		run.cancel(err)
 		return nil, err
 	}
-	s.adopt(owner, id, run, false)
+	s.adopt(owner, id, run, false, tk.Claim)
 	return s.createdResult(rec, tk), nil
 }
 
@@ -442,31 +449,72 @@ type outcome struct {
 	err error
 }
 
-// start calls the tool for req on its own goroutine, outliving the request.
-func (s *Server) start(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) running {
+// runEntry is a call this node runs for a task, under the claim the task's record names.
+type runEntry struct {
+	claim  string
+	cancel context.CancelCauseFunc
+}
+
+// stopping reports whether Stop has been called.
+func (s *Server) stopping() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closed
+}
+
+// isRunning reports whether this node runs task id's round under claim.
+func (s *Server) isRunning(id, claim string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	e, ok := s.running[id]
+	return ok && e.claim == claim
+}
+
+// start calls the tool for req on its own goroutine, outliving the request; false once the
+// node stops (Stop): it starts nothing then.
+func (s *Server) start(ctx context.Context, req *mcp.CallToolRequest, next mcp.MethodHandler) (running, bool) {
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return running{}, false
+	}
+	s.busy.Add(1) // under s.mu, before Close's Wait can begin
+	s.mu.Unlock()
 	cctx, cancel := context.WithCancelCause(context.WithoutCancel(ctx))
 	r := running{done: make(chan outcome, 1), cancel: cancel}
-	s.busy.Add(1)
 	go func() {
 		defer s.busy.Done()
 		res, err := next(cctx, "tools/call", req)
 		r.done <- outcome{res, err}
+		cancel(nil)
 	}()
-	return r
+	return r, true
 }
 
-// adopt waits, on its own goroutine, for the call run started for task id (working), and
-// records what it comes to.
-func (s *Server) adopt(owner, id string, run running, resendable bool) {
+// isGone reports whether err says the task's record is no longer there (expired).
+func isGone(err error) bool {
+	var je *jsonrpc.Error
+	return errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams
+}
+
+// newClaim is a claim on a task's round: the record names the one run that may beat for it
+// and write what it comes to.
+func newClaim() string { return rand.Text()[:16] }
+
+// adopt waits, on its own goroutine, for the call run started for task id (working, under
+// claim), beats for it, and records what it comes to: while the record still names claim.
+func (s *Server) adopt(owner, id string, run running, resendable bool, claim string) {
 	s.mu.Lock()
-	s.running[id] = run.cancel
+	s.running[id] = runEntry{claim: claim, cancel: run.cancel}
+	s.busy.Add(1) // the run's goroutine holds the count above zero
 	s.mu.Unlock()
-	s.busy.Add(1)
 	go func() {
 		defer s.busy.Done()
+		defer run.cancel(nil)
 		beat := s.o.Clock.Ticker(beatEvery)
 		defer beat.Stop()
 		stop := s.stop
+		ours := func(tk *task) bool { return !terminal(tk.Status) && tk.Claim == claim }
 		var o outcome
 	wait:
 		for {
@@ -475,7 +523,7 @@ func (s *Server) adopt(owner, id string, run running, resendable bool) {
 				break wait
 			case <-beat.C:
 				_ = s.change(context.Background(), owner, id, func(tk *task) bool {
-					if terminal(tk.Status) || tk.Node != s.node {
+					if !ours(tk) {
 						return false
 					}
 					tk.Beat = s.o.Clock.Now()
@@ -484,34 +532,46 @@ func (s *Server) adopt(owner, id string, run running, resendable bool) {
 			case <-stop:
 				stop = nil
 				if !resendable {
-					run.cancel(errStopping) // recorded failed, below
+					run.cancel(errStopping) // recorded failed, below, unless it finished
 				}
 			}
 		}
 		s.mu.Lock()
-		delete(s.running, id)
+		if e, ok := s.running[id]; ok && e.claim == claim {
+			delete(s.running, id)
+		}
 		stopping := s.closed
 		s.mu.Unlock()
 		if stopping && resendable {
 			// What the tools answered as this node stops is not the round's result: the
 			// round is run again elsewhere.
-			run.cancel(nil)
 			return
 		}
-		if stopping {
-			o = outcome{err: errStopping}
+		if res, ok := toolResult(o.res); stopping && (o.err != nil || !ok || res.IsError) {
+			o = outcome{err: errStopping} // cut short by the stop; a result it made stands
 		}
-		err := s.change(context.Background(), owner, id, func(tk *task) bool {
-			if terminal(tk.Status) || tk.Node != s.node {
-				return false // cancelled meanwhile, or taken on elsewhere
+		// Written until it lands, the claim is lost (cancelled, taken over), or the node
+		// stops: a store that is away for a while must not leave the task working.
+		wait := time.Second
+		for {
+			err := s.change(context.Background(), owner, id, func(tk *task) bool {
+				if !ours(tk) {
+					return false
+				}
+				s.settle(tk, o)
+				return true
+			})
+			if err == nil || isGone(err) {
+				return
 			}
-			s.settle(tk, o)
-			return true
-		})
-		if err != nil {
-			s.log.Warn("a task's outcome could not be recorded", "task", id, "error", err.Error())
+			s.log.Warn("a task's outcome could not be recorded; trying again", "task", id, "error", err.Error())
+			select {
+			case <-s.o.Clock.After(wait):
+			case <-s.stop:
+				return // another node runs the round again once the beats have stopped
+			}
+			wait = min(2*wait, 30*time.Second)
 		}
-		run.cancel(nil)
 	}()
 }
 
@@ -531,7 +591,7 @@ func toolResult(res mcp.Result) (*mcp.CallToolResult, bool) {
 // the tool's result, or the JSON-RPC error.
 func (s *Server) settle(tk *task, o outcome) {
 	tk.Updated = s.o.Clock.Now()
-	tk.Node, tk.Answers, tk.Inputs, tk.RequestState, tk.Message, tk.Beat = "", nil, nil, "", "", time.Time{}
+	tk.Node, tk.Answers, tk.Inputs, tk.RequestState, tk.Message, tk.Beat, tk.Claim = "", nil, nil, "", "", time.Time{}, ""
 	if o.err != nil {
 		tk.Status, tk.Error = Failed, asWireError(o.err)
 		return
@@ -600,10 +660,21 @@ const lookAgain = 5 * time.Second
 func (s *Server) expire(ctx context.Context, owner, id string, rec store.Record, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) (store.Record, task) {
 	probe := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
 		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args), RequestState: tk.RequestState}}
-	ended := s.o.Ended(ctx, probe)
 	claimed := tk
+	for _, in := range tk.Inputs {
+		if !strings.Contains(string(in.Request), `"elicitation/create"`) {
+			// Only a form can be answered "cancel" for its ended question: a task that
+			// also waits on another request is left to its client.
+			claimed.Due = time.Time{}
+			if s.write(ctx, rec, claimed) != nil {
+				return rec, tk
+			}
+			return rec, claimed
+		}
+	}
+	ended := s.o.Ended(ctx, probe)
 	if ended {
-		claimed.Status, claimed.Node, claimed.Message, claimed.Updated = Working, s.node, "", s.o.Clock.Now()
+		claimed.Status, claimed.Node, claimed.Message, claimed.Updated, claimed.Claim = Working, s.node, "", s.o.Clock.Now(), newClaim()
 	} else {
 		claimed.Due = s.o.Clock.Now().Add(lookAgain)
 	}
@@ -634,12 +705,12 @@ func (s *Server) runRound(ctx context.Context, owner, id string, tk task, caller
 		var one mcp.InputResponseMap
 		if err := json.Unmarshal([]byte(`{`+strconv.Quote(tk.Inputs[k].Key)+`:`+string(v)+`}`), &one); err != nil {
 			// Not a response the tool could read: the round is asked again as it was.
-			_ = s.change(ctx, owner, id, func(tk *task) bool {
-				if tk.Status != Working || tk.Node != s.node {
+			_ = s.change(ctx, owner, id, func(t *task) bool {
+				if t.Status != Working || t.Claim != tk.Claim {
 					return false
 				}
-				tk.Status, tk.Node, tk.Answers = InputRequired, "", nil
-				tk.Message = fmt.Sprintf("the answer to %s could not be read (%v); answer again", k, err)
+				t.Status, t.Node, t.Answers, t.Claim = InputRequired, "", nil, ""
+				t.Message = fmt.Sprintf("the answer to %s could not be read (%v); answer again", k, err)
 				return true
 			})
 			return
@@ -648,7 +719,9 @@ func (s *Server) runRound(ctx context.Context, owner, id string, tk task, caller
 	}
 	call := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
 		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args), RequestState: tk.RequestState, InputResponses: responses}}
-	s.adopt(owner, id, s.start(ctx, call, next), true)
+	if run, ok := s.start(ctx, call, next); ok {
+		s.adopt(owner, id, run, true, tk.Claim)
+	} // else this node stops: the round is run again elsewhere, once its beats are missed
 }
 
 // orphaned takes over task id, working on a node that has not said it still runs it for
@@ -659,7 +732,7 @@ func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Recor
 	claimed := tk
 	now := s.o.Clock.Now()
 	if tk.resendable() {
-		claimed.Node, claimed.Beat = s.node, now
+		claimed.Node, claimed.Beat, claimed.Claim = s.node, now, newClaim()
 	} else {
 		claimed.Status, claimed.Node, claimed.Updated, claimed.Message = Failed, "", now, ""
 		claimed.Error = &wireError{Code: jsonrpc.CodeInternalError, Message: "the node running the task stopped before it finished; call the tool again"}
@@ -820,9 +893,11 @@ func (s *Server) method(ctx context.Context, method string, req mcp.Request, nex
 			return nil, err
 		}
 		switch now := s.o.Clock.Now(); {
+		case s.stopping():
+			// A stopping node takes nothing on: another node will.
 		case tk.Status == InputRequired && s.o.Ended != nil && !tk.Due.IsZero() && now.After(tk.Due.Add(expirySlack)):
 			rec, tk = s.expire(ctx, owner, id, rec, tk, caller, req, next)
-		case tk.Status == Working && tk.Node != s.node && now.Sub(tk.Beat) > staleAfter:
+		case tk.Status == Working && now.Sub(tk.Beat) > staleAfter && !s.isRunning(id, tk.Claim):
 			rec, tk = s.orphaned(ctx, owner, id, rec, tk, caller, req, next)
 		}
 		return s.detailed(rec, tk), nil
@@ -854,6 +929,10 @@ func (s *Server) detailed(rec store.Record, tk task) *detailed {
 // update takes the answers to the open input requests of task id; once every one is
 // answered, the call's next round runs, as the task.
 func (s *Server) update(ctx context.Context, owner, id string, answers map[string]json.RawMessage, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) (mcp.Result, error) {
+	if s.stopping() {
+		// It would claim a round it cannot run: sent again, it reaches another node.
+		return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "this node is stopping; send the request again"}
+	}
 	var round *task
 	for range 10 {
 		rec, tk, err := s.read(ctx, owner, id)
@@ -871,6 +950,12 @@ func (s *Server) update(ctx context.Context, owner, id string, answers map[strin
 			if _, done := tk.Answers[k]; done {
 				continue // answered already
 			}
+			// An answer the tool could not read is refused now, not found out once every key
+			// is in (which would drop the good ones with it).
+			var one mcp.InputResponseMap
+			if err := json.Unmarshal([]byte(`{`+strconv.Quote(tk.Inputs[k].Key)+`:`+string(v)+`}`), &one); err != nil {
+				return nil, invalidParams("inputResponses[%q]: %v", k, err)
+			}
 			if tk.Answers == nil {
 				tk.Answers = map[string]json.RawMessage{}
 			}
@@ -882,13 +967,17 @@ func (s *Server) update(ctx context.Context, owner, id string, answers map[strin
 		tk.Updated = s.o.Clock.Now()
 		all := len(tk.Answers) == len(tk.Inputs)
 		if all {
-			tk.Status, tk.Node, tk.Message, tk.Beat = Working, s.node, "", tk.Updated // claimed: this node runs the round
+			tk.Status, tk.Node, tk.Message, tk.Beat, tk.Claim = Working, s.node, "", tk.Updated, newClaim() // this node runs the round
 		}
 		err = s.write(ctx, rec, tk)
-		if errors.Is(err, store.ErrConflict) {
+		switch {
+		case errors.Is(err, store.ErrConflict):
 			continue
-		}
-		if err != nil {
+		case errors.Is(err, store.ErrTooLarge):
+			return nil, invalidParams("inputResponses: too large to keep: %v", err)
+		case err != nil:
+			// It may have landed all the same: then the round, unrun here, is run by the
+			// node a tasks/get reaches once its beats are missed (30 s).
 			return nil, &jsonrpc.Error{Code: jsonrpc.CodeInternalError, Message: "the task's store did not answer: " + err.Error()}
 		}
 		if !all {
@@ -913,7 +1002,7 @@ func (s *Server) cancel(ctx context.Context, owner, id string, caller *mcp.CallT
 		if terminal(tk.Status) {
 			return false
 		}
-		tk.Status, tk.Message, tk.Updated, tk.Node = Cancelled, "cancelled by the client", s.o.Clock.Now(), ""
+		tk.Status, tk.Message, tk.Updated, tk.Node, tk.Claim = Cancelled, "cancelled by the client", s.o.Clock.Now(), "", ""
 		return true
 	})
 	if err != nil {
@@ -922,10 +1011,10 @@ func (s *Server) cancel(ctx context.Context, owner, id string, caller *mcp.CallT
 	switch was.Status {
 	case Working:
 		s.mu.Lock()
-		stop := s.running[id]
+		e, ok := s.running[id]
 		s.mu.Unlock()
-		if stop != nil {
-			stop(context.Canceled)
+		if ok {
+			e.cancel(context.Canceled)
 		}
 	case InputRequired:
 		// The question ends as the person's cancel would end it; what the tool makes of
@@ -939,13 +1028,8 @@ func (s *Server) cancel(ctx context.Context, owner, id string, caller *mcp.CallT
 		if len(responses) == len(was.Inputs) {
 			call := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
 				Meta: callMeta(req), Name: was.Tool, Arguments: argsOf(was.Args), RequestState: was.RequestState, InputResponses: responses}}
-			run := s.start(ctx, call, next)
-			s.busy.Add(1)
-			go func() {
-				defer s.busy.Done()
-				<-run.done
-				run.cancel(nil)
-			}()
+			_, _ = s.start(ctx, call, next) // its result is dropped
+
 		}
 	}
 	return &ack{ResultType: "complete"}, nil

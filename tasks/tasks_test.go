@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -557,4 +558,73 @@ func TestAMethodWithoutParamsIsRefused(t *testing.T) {
 	}
 	send(99, "ping", "")
 	assert.Nil(t, read().Error, "the server still answers")
+}
+
+// landsThenFails is a store whose next update of a task lands and reports a failure, as a
+// write whose answer is lost does.
+type landsThenFails struct {
+	*memory.Store
+	armed atomic.Bool
+}
+
+func (s *landsThenFails) Update(ctx context.Context, rec store.Record) (uint64, error) {
+	rev, err := s.Store.Update(ctx, rec)
+	if err == nil && rec.Era == "task" && s.armed.CompareAndSwap(true, false) {
+		return 0, fmt.Errorf("%w: nats: timeout", store.ErrUnavailable)
+	}
+	return rev, err
+}
+
+// The update that claims a round lands though its write reports a failure: nothing runs
+// the round, and the node that claimed it runs it once it has been silent for 30 s, rather
+// than leave the task working for good (it checked only other nodes' rounds).
+func TestAClaimThatLandedUnseenIsRunAfterItsSilence(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	st := &landsThenFails{Store: memory.New(memory.Options{Clock: clk})}
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	f := newNode(t, clk, st)
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "round2")
+	require.NoError(t, err)
+	d := c.until(t, id, tasks.InputRequired)
+	key := ""
+	for k := range d.InputRequests {
+		key = k
+	}
+	st.armed.Store(true)
+	_, err = mcp.CallCustomMethod[*updateParams, *ack](ctxT(t), c.cs, "tasks/update", &updateParams{TaskID: id,
+		InputResponses: map[string]any{key: accept("Ada")}})
+	require.Error(t, err, "the client hears the write failed")
+	d, err = c.get(t, id)
+	require.NoError(t, err)
+	require.Equal(t, tasks.Working, d.Status, "the claim landed")
+	clk.Add(31 * time.Second)
+	d = c.until(t, id, tasks.Completed)
+	assert.Equal(t, "got Ada", d.Result.Content[0].(*mcp.TextContent).Text)
+}
+
+// An answer the tool could not read is refused at once, naming its key, and the answers
+// already given stand.
+func TestAnUnreadableAnswerIsRefused(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "two")
+	require.NoError(t, err)
+	d := c.until(t, id, tasks.InputRequired)
+	var keys []string
+	for k := range d.InputRequests {
+		keys = append(keys, k)
+	}
+	require.Len(t, keys, 2)
+	c.update(t, id, map[string]any{keys[0]: accept("1")})
+	_, err = mcp.CallCustomMethod[*updateParams, *ack](ctxT(t), c.cs, "tasks/update", &updateParams{TaskID: id,
+		InputResponses: map[string]any{keys[1]: "not a response"}})
+	assert.Equal(t, int64(jsonrpc.CodeInvalidParams), rpcCode(t, err))
+	d, err = c.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.InputRequired, d.Status)
+	assert.Len(t, d.InputRequests, 1, "the first answer stands")
+	c.update(t, id, map[string]any{keys[1]: accept("2")})
+	assert.Equal(t, tasks.Completed, c.until(t, id, tasks.Completed).Status)
 }
