@@ -43,3 +43,15 @@ func TestCountsByToolEraAndOutcome(t *testing.T) {
 	assert.Equal(t, map[string]uint64{ForwardAnswered: 0, ForwardGone: 0, ForwardSilent: 1, ForwardFailed: 0}, c.Forwards)
 	assert.Equal(t, uint64(1), c.TakeOvers)
 }
+
+// Retryable tells the answers to a request that could not be served now from a call's
+// own results.
+func TestRetryable(t *testing.T) {
+	assert.True(t, Retryable(errStopping.Result()))
+	assert.True(t, Retryable(Errorf(CodeStoreUnavailable, "down", "the store is away").Result()))
+	assert.True(t, Retryable(stateError("moved", "another node has taken this question over").Result()))
+	assert.False(t, Retryable(stateError("used", "used").Result()))
+	assert.False(t, Retryable(ErrorResult(ErrDeclined)))
+	assert.False(t, Retryable(JSONResult(map[string]any{"code": CodeStoreUnavailable}, false)), "not an error")
+	assert.False(t, Retryable(nil))
+}

@@ -879,3 +879,23 @@ func sameAsReencoded(v []byte) bool {
 	}
 	return true
 }
+
+// Retryable reports whether res, a tool call's result, is this package's answer to a
+// request it could not serve now, whose question is not over: the store away, the node
+// stopping, or the call moved to another node. The same request, sent again (here, or to
+// another node), goes on. For a driver of the pull era that is not the client (package
+// tasks), which resends it itself.
+func Retryable(res *mcp.CallToolResult) bool {
+	if res == nil || !res.IsError {
+		return false
+	}
+	var p struct {
+		Code   string `json:"code"`
+		Reason string `json:"reason"`
+	}
+	raw, err := json.Marshal(res.StructuredContent)
+	if err != nil || json.Unmarshal(raw, &p) != nil {
+		return false
+	}
+	return p.Code == CodeStoreUnavailable || p.Code == CodeStopping || p.Code == CodeInvalidRequestState && p.Reason == "moved"
+}

@@ -74,6 +74,11 @@ type Options struct {
 	// tasks/get asks Ended whether the question has ended; if so the call's next round runs
 	// at once, and the task ends with the tool's own result for that end.
 	DeadlineKey string
+	// Retryable, when set, reports whether a round's result is the tools' answer to a
+	// request they could not serve now, their question not over (ask.Retryable: the store
+	// away, the node stopping): the round is sent again after a pause, rather than taken
+	// for the task's result.
+	Retryable func(*mcp.CallToolResult) bool
 	// Ended reports whether the question of the round whose requestState req carries has
 	// ended without its answer (ask.Elicitor.QuestionEnded).
 	Ended  func(ctx context.Context, req *mcp.CallToolRequest) bool
@@ -434,7 +439,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 		run.cancel(err)
 		return nil, err
 	}
-	s.adopt(owner, id, run, false, tk.Claim)
+	s.adopt(owner, id, run, nil, tk.Claim)
 	return s.createdResult(rec, tk), nil
 }
 
@@ -503,7 +508,8 @@ func newClaim() string { return rand.Text()[:16] }
 
 // adopt waits, on its own goroutine, for the call run started for task id (working, under
 // claim), beats for it, and records what it comes to: while the record still names claim.
-func (s *Server) adopt(owner, id string, run running, resendable bool, claim string) {
+func (s *Server) adopt(owner, id string, run running, resend func() (running, bool), claim string) {
+	resendable := resend != nil
 	s.mu.Lock()
 	s.running[id] = runEntry{claim: claim, cancel: run.cancel}
 	s.busy.Add(1) // the run's goroutine holds the count above zero
@@ -516,11 +522,32 @@ func (s *Server) adopt(owner, id string, run running, resendable bool, claim str
 		stop := s.stop
 		ours := func(tk *task) bool { return !terminal(tk.Status) && tk.Claim == claim }
 		var o outcome
+		pause := time.Second
 	wait:
 		for {
 			select {
 			case o = <-run.done:
-				break wait
+				res, ok := toolResult(o.res)
+				if !resendable || o.err != nil || !ok || s.o.Retryable == nil || !s.o.Retryable(res) {
+					break wait
+				}
+				// The tools could not serve the round now: sent again after a pause.
+				select {
+				case <-s.o.Clock.After(pause):
+				case <-s.stop:
+					break wait
+				}
+				pause = min(2*pause, 30*time.Second)
+				next, ok := resend()
+				if !ok {
+					break wait
+				}
+				s.mu.Lock()
+				if e, held := s.running[id]; held && e.claim == claim {
+					s.running[id] = runEntry{claim: claim, cancel: next.cancel}
+				}
+				s.mu.Unlock()
+				run = next
 			case <-beat.C:
 				_ = s.change(context.Background(), owner, id, func(tk *task) bool {
 					if !ours(tk) {
@@ -719,8 +746,9 @@ func (s *Server) runRound(ctx context.Context, owner, id string, tk task, caller
 	}
 	call := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
 		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args), RequestState: tk.RequestState, InputResponses: responses}}
-	if run, ok := s.start(ctx, call, next); ok {
-		s.adopt(owner, id, run, true, tk.Claim)
+	resend := func() (running, bool) { return s.start(ctx, call, next) }
+	if run, ok := resend(); ok {
+		s.adopt(owner, id, run, resend, tk.Claim)
 	} // else this node stops: the round is run again elsewhere, once its beats are missed
 }
 

@@ -66,6 +66,7 @@ type fixture struct {
 	release chan struct{}
 	stopped atomic.Int32
 	hold    chan struct{} // see round2
+	busy    atomic.Int32  // see flaky
 	// ended says whether the question of "due" has ended; probes counts the looks.
 	ended  atomic.Bool
 	probes atomic.Int32
@@ -112,6 +113,17 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": &mcp.ElicitParams{Message: "A?",
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: "r2"}, nil
 	})
+	// flaky asks once; the round that answers it is "busy" (retryable) the first time.
+	f.server.AddTool(&mcp.Tool{Name: "flaky", InputSchema: noArgs}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if _, ok := req.Params.InputResponses["a"].(*mcp.ElicitResult); ok {
+			if f.busy.Add(1) == 1 {
+				return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "busy"}}}, nil
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "served"}}}, nil
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": &mcp.ElicitParams{Message: "A?",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: "f"}, nil
+	})
 	f.server.AddTool(&mcp.Tool{Name: "quick", InputSchema: noArgs}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
@@ -156,6 +168,9 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: "s"}, nil
 	})
 	f.tasks = tasks.New(tasks.Options{Store: st, Clock: clk, Owner: ownerOf, TTL: time.Hour, PollInterval: 500 * time.Millisecond,
+		Retryable: func(res *mcp.CallToolResult) bool {
+			return res.IsError && len(res.Content) == 1 && res.Content[0].(*mcp.TextContent).Text == "busy"
+		},
 		DeadlineKey: "deadline", Ended: func(context.Context, *mcp.CallToolRequest) bool {
 			f.probes.Add(1)
 			return f.ended.Load()
@@ -163,6 +178,7 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 	f.tasks.Allow("due", tasks.Optional)
 	f.tasks.Allow("two", tasks.Optional)
 	f.tasks.Allow("round2", tasks.Optional)
+	f.tasks.Allow("flaky", tasks.Optional)
 	f.tasks.Allow("quick", tasks.Optional)
 	f.tasks.Allow("slow", tasks.Optional)
 	f.tasks.Allow("broken", tasks.Required)
@@ -627,4 +643,27 @@ func TestAnUnreadableAnswerIsRefused(t *testing.T) {
 	assert.Len(t, d.InputRequests, 1, "the first answer stands")
 	c.update(t, id, map[string]any{keys[1]: accept("2")})
 	assert.Equal(t, tasks.Completed, c.until(t, id, tasks.Completed).Status)
+}
+
+// A round the tools could not serve now (the store away, say: a retryable result) is sent
+// again after a pause, not taken for the task's result.
+func TestARetryableRoundIsSentAgain(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "flaky")
+	require.NoError(t, err)
+	d := c.until(t, id, tasks.InputRequired)
+	for k := range d.InputRequests {
+		c.update(t, id, map[string]any{k: accept("x")})
+	}
+	require.Eventually(t, func() bool {
+		f.clk.Add(200 * time.Millisecond)
+		d, err := c.get(t, id)
+		require.NoError(t, err)
+		return d.Status == tasks.Completed
+	}, bound, time.Millisecond)
+	d, err = c.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, "served", d.Result.Content[0].(*mcp.TextContent).Text)
+	assert.EqualValues(t, 2, f.busy.Load())
 }
