@@ -439,7 +439,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 		run.cancel(err)
 		return nil, err
 	}
-	s.adopt(owner, id, run, nil, tk.Claim)
+	s.adopt(owner, id, run, nil, tk.Claim, func(res *mcp.CallToolResult) { s.closeOut(ctx, detached(req), req, tk.Tool, tk.Args, res, next) })
 	return s.createdResult(rec, tk), nil
 }
 
@@ -508,7 +508,7 @@ func newClaim() string { return rand.Text()[:16] }
 
 // adopt waits, on its own goroutine, for the call run started for task id (working, under
 // claim), beats for it, and records what it comes to: while the record still names claim.
-func (s *Server) adopt(owner, id string, run running, resend func() (running, bool), claim string) {
+func (s *Server) adopt(owner, id string, run running, resend func() (running, bool), claim string, closeOut func(*mcp.CallToolResult)) {
 	resendable := resend != nil
 	s.mu.Lock()
 	s.running[id] = runEntry{claim: claim, cancel: run.cancel}
@@ -581,13 +581,20 @@ func (s *Server) adopt(owner, id string, run running, resend func() (running, bo
 		// stops: a store that is away for a while must not leave the task working.
 		wait := time.Second
 		for {
+			cancelled := false
 			err := s.change(context.Background(), owner, id, func(tk *task) bool {
+				cancelled = tk.Status == Cancelled
 				if !ours(tk) {
 					return false
 				}
 				s.settle(tk, o)
 				return true
 			})
+			if res, ok := toolResult(o.res); err == nil && cancelled && ok && len(res.InputRequests) > 0 && closeOut != nil {
+				// Cancelled while it ran (on another node, say): the question it went on to
+				// ask has no one to answer it, and is ended now.
+				closeOut(res)
+			}
 			if err == nil || isGone(err) {
 				return
 			}
@@ -748,8 +755,24 @@ func (s *Server) runRound(ctx context.Context, owner, id string, tk task, caller
 		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args), RequestState: tk.RequestState, InputResponses: responses}}
 	resend := func() (running, bool) { return s.start(ctx, call, next) }
 	if run, ok := resend(); ok {
-		s.adopt(owner, id, run, resend, tk.Claim)
+		s.adopt(owner, id, run, resend, tk.Claim, func(res *mcp.CallToolResult) { s.closeOut(ctx, caller, req, tk.Tool, tk.Args, res, next) })
 	} // else this node stops: the round is run again elsewhere, once its beats are missed
+}
+
+// closeOut ends the questions res asks (a round of a task cancelled meanwhile), as the
+// person's cancel would: its next request, each form answered "cancel"; its result dropped.
+// Requests other than forms cannot be so answered, and are left to their deadlines.
+func (s *Server) closeOut(ctx context.Context, caller *mcp.CallToolRequest, req mcp.Request, tool string, args any, res *mcp.CallToolResult, next mcp.MethodHandler) {
+	responses := mcp.InputResponseMap{}
+	for k, r := range res.InputRequests {
+		if _, form := r.(*mcp.ElicitParams); !form {
+			return
+		}
+		responses[k] = &mcp.ElicitResult{Action: "cancel"}
+	}
+	call := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
+		Meta: callMeta(req), Name: tool, Arguments: argsOf(args), RequestState: res.RequestState, InputResponses: responses}}
+	_, _ = s.start(ctx, call, next) // its result is dropped
 }
 
 // orphaned takes over task id, working on a node that has not said it still runs it for

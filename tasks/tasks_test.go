@@ -67,6 +67,8 @@ type fixture struct {
 	stopped atomic.Int32
 	hold    chan struct{} // see round2
 	busy    atomic.Int32  // see flaky
+	hold3   chan struct{} // see round3
+	closedB atomic.Int32
 	// ended says whether the question of "due" has ended; probes counts the looks.
 	ended  atomic.Bool
 	probes atomic.Int32
@@ -86,7 +88,7 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 	t.Helper()
 	caps := &mcp.ServerCapabilities{}
 	tasks.Capabilities(caps)
-	f := &fixture{clk: clk, release: make(chan struct{})}
+	f := &fixture{clk: clk, release: make(chan struct{}), hold3: make(chan struct{})}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ServerOptions{Capabilities: caps})
 	noArgs := json.RawMessage(`{"type":"object"}`)
 	// two asks two questions in one round, and answers once both are answered.
@@ -112,6 +114,25 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 		}
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": &mcp.ElicitParams{Message: "A?",
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: "r2"}, nil
+	})
+	// round3 asks a; the round answering it waits on hold3, then asks b; the answer to b is
+	// counted in closedB when it is a cancel.
+	f.server.AddTool(&mcp.Tool{Name: "round3", InputSchema: noArgs}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ask := func(key, state string) *mcp.CallToolResult {
+			return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{key: &mcp.ElicitParams{Message: key + "?",
+				RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: state}
+		}
+		if b, ok := req.Params.InputResponses["b"].(*mcp.ElicitResult); ok {
+			if b.Action == "cancel" {
+				f.closedB.Add(1)
+			}
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "b: " + b.Action}}}, nil
+		}
+		if _, ok := req.Params.InputResponses["a"]; ok {
+			<-f.hold3
+			return ask("b", "r3b"), nil
+		}
+		return ask("a", "r3a"), nil
 	})
 	// flaky asks once; the round that answers it is "busy" (retryable) the first time.
 	f.server.AddTool(&mcp.Tool{Name: "flaky", InputSchema: noArgs}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -179,6 +200,7 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 	f.tasks.Allow("two", tasks.Optional)
 	f.tasks.Allow("round2", tasks.Optional)
 	f.tasks.Allow("flaky", tasks.Optional)
+	f.tasks.Allow("round3", tasks.Optional)
 	f.tasks.Allow("quick", tasks.Optional)
 	f.tasks.Allow("slow", tasks.Optional)
 	f.tasks.Allow("broken", tasks.Required)
@@ -666,4 +688,25 @@ func TestARetryableRoundIsSentAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "served", d.Result.Content[0].(*mcp.TextContent).Text)
 	assert.EqualValues(t, 2, f.busy.Load())
+}
+
+// A task cancelled while its round runs, whose round then asks the next question: that
+// question, which no one will answer, is ended at once (as the person's cancel would), not
+// left open until its deadline.
+func TestACancelledRoundsNextQuestionIsEnded(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "round3")
+	require.NoError(t, err)
+	d := c.until(t, id, tasks.InputRequired)
+	for k := range d.InputRequests {
+		c.update(t, id, map[string]any{k: accept("x")}) // the round runs, and waits
+	}
+	_, err = mcp.CallCustomMethod[*idParams, *ack](ctxT(t), c.cs, "tasks/cancel", &idParams{TaskID: id})
+	require.NoError(t, err)
+	close(f.hold3) // the round goes on to ask b
+	require.Eventually(t, func() bool { return f.closedB.Load() == 1 }, bound, time.Millisecond, "b is answered cancel")
+	d, err = c.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.Cancelled, d.Status)
 }
