@@ -20,6 +20,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -83,7 +84,11 @@ func (c *client) follow(ctx context.Context, cs *mcp.ClientSession, id string) i
 	fmt.Fprintf(c.stderr, "%s made the call task %s; if elicit stops, go on with: elicit --url %s task resume %s\n",
 		c.server, id, c.inv.url, id)
 	for {
-		d, err := mcp.CallCustomMethod[*taskIDParams, *detailedTask](ctx, cs, "tasks/get", &taskIDParams{TaskID: id})
+		var d *detailedTask
+		err := c.retrying(ctx, func() (err error) {
+			d, err = mcp.CallCustomMethod[*taskIDParams, *detailedTask](ctx, cs, "tasks/get", &taskIDParams{TaskID: id})
+			return err
+		})
 		if err != nil {
 			if c.timedOut(ctx) {
 				return 1
@@ -161,8 +166,36 @@ func (c *client) answerTask(ctx context.Context, cs *mcp.ClientSession, id strin
 		}
 		answers[k] = res
 	}
-	_, err := mcp.CallCustomMethod[*taskUpdateParams, *taskAck](ctx, cs, "tasks/update", &taskUpdateParams{TaskID: id, InputResponses: answers})
-	return err
+	return c.retrying(ctx, func() error {
+		_, err := mcp.CallCustomMethod[*taskUpdateParams, *taskAck](ctx, cs, "tasks/update", &taskUpdateParams{TaskID: id, InputResponses: answers})
+		return err
+	})
+}
+
+// retrying runs op until it succeeds, fails for good (a JSON-RPC error saying the request
+// itself is wrong: an unknown task, a missing capability, no such method), or ctx ends: a
+// task may wait a day, and one dropped connection must not end the wait, nor lose answers
+// the person gave.
+func (c *client) retrying(ctx context.Context, op func() error) error {
+	pause := time.Second
+	told := false
+	for {
+		err := op()
+		var je *jsonrpc.Error
+		if err == nil || ctx.Err() != nil || errors.As(err, &je) && (je.Code == jsonrpc.CodeInvalidParams || je.Code == jsonrpc.CodeMethodNotFound || je.Code == mcp.CodeMissingRequiredClientCapabilities) {
+			return err
+		}
+		if !told {
+			fmt.Fprintf(c.stderr, "%s did not answer (%v); trying again\n", c.server, err)
+			told = true
+		}
+		select {
+		case <-time.After(pause):
+		case <-ctx.Done():
+			return err
+		}
+		pause = min(2*pause, 30*time.Second)
+	}
 }
 
 // taskCommand runs "task resume ID" or "task cancel ID".
