@@ -61,11 +61,11 @@ func (s *allFailsOnce) All(ctx context.Context) ([]store.Record, error) {
 // dead node's push-era ends once, and keeps its roster, without them, so that the next
 // sweep adopts the hibernating questions: deleted at once, it left them with no timer.
 func TestASweepThatCannotReadTheStoreAdoptsAtTheNext(t *testing.T) {
-	mem := memory.New(memory.Options{})
-	t.Cleanup(func() { _ = mem.Close() })
-	st := &allFailsOnce{Store: mem}
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	mem := memory.New(memory.Options{Clock: clk}) // on the test's clock: the records' times are its
+	t.Cleanup(func() { _ = mem.Close() })
+	st := &allFailsOnce{Store: mem}
 	var told atomic.Int32
 	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: st, Relay: &memory.Relay{},
 		Node: "survivor", Clock: clk, OnEnd: func(Ending) { told.Add(1) }})
@@ -118,11 +118,11 @@ func (s *gettingFails) Get(ctx context.Context, owner, id string) (store.Record,
 // minutes later, telling an end for a question no one was ever asked (a 10-minute
 // robustness run).
 func TestARecordThatLandedAfterAFailedWriteIsDeletedOnceTheStoreIsBack(t *testing.T) {
-	mem := memory.New(memory.Options{})
-	t.Cleanup(func() { _ = mem.Close() })
-	st := &gettingFails{Store: mem}
 	clk := clock.NewMock()
 	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	mem := memory.New(memory.Options{Clock: clk}) // on the test's clock: the records' times are its
+	t.Cleanup(func() { _ = mem.Close() })
+	st := &gettingFails{Store: mem}
 	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: st, Node: "here", Clock: clk})
 	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
 	now := clk.Now()
