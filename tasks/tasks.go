@@ -840,7 +840,16 @@ func (s *Server) read(ctx context.Context, owner, id string) (store.Record, task
 	if !store.ValidID(id) {
 		return store.Record{}, task{}, invalidParams("taskId %q: no such task", id)
 	}
-	rec, err := s.o.Store.Get(ctx, ownerKey(owner), id)
+	// The latest write, wherever it was made: a replica's read may miss the record just
+	// created on another node ("durably created": a tasks/get anywhere finds it at once),
+	// or show a round the client has answered since (a robustness run saw both).
+	var rec store.Record
+	var err error
+	if r, ok := s.o.Store.(store.Replicated); ok {
+		rec, err = r.GetLatest(ctx, ownerKey(owner), id)
+	} else {
+		rec, err = s.o.Store.Get(ctx, ownerKey(owner), id)
+	}
 	if errors.Is(err, store.ErrNotFound) {
 		return rec, task{}, invalidParams("taskId %q: no such task", id)
 	}

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -709,4 +710,36 @@ func TestACancelledRoundsNextQuestionIsEnded(t *testing.T) {
 	d, err = c.get(t, id)
 	require.NoError(t, err)
 	assert.Equal(t, tasks.Cancelled, d.Status)
+}
+
+// lagging is a replicated store whose replicas have not caught up yet: Get misses every
+// task record, GetLatest (the leader) has it.
+type lagging struct{ *memory.Store }
+
+func (s lagging) Get(ctx context.Context, owner, id string) (store.Record, error) {
+	if strings.HasPrefix(owner, "task:") {
+		return store.Record{}, store.ErrNotFound
+	}
+	return s.Store.Get(ctx, owner, id)
+}
+
+func (s lagging) GetLatest(ctx context.Context, owner, id string) (store.Record, error) {
+	return s.Store.Get(ctx, owner, id)
+}
+
+// A task is read as its latest write left it, not as a replica behind it has it: a tasks/get
+// right after the CreateTaskResult finds the task on any node (a robustness run got "no such
+// task" from a replica), and a poll after an answer does not show the round answered.
+func TestATaskIsReadAsItsLatestWrite(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	mem := memory.New(memory.Options{Clock: clk})
+	t.Cleanup(func() { require.NoError(t, mem.Close()) })
+	f := newNode(t, clk, lagging{mem})
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "two")
+	require.NoError(t, err)
+	d, err := c.get(t, id)
+	require.NoError(t, err, "found at once")
+	assert.Equal(t, tasks.InputRequired, d.Status)
 }
