@@ -91,8 +91,14 @@ func (l *load) run(ctx context.Context, clients int) {
 		wg.Go(func() {
 			cl := &client{l: l, id: c, rng: rand.New(rand.NewPCG(uint64(c), 7)), sessions: map[int]*mcp.ClientSession{}}
 			defer cl.close()
+			asTask := c < *taskClients
 			for q := 0; ctx.Err() == nil; q++ {
-				qq := cl.question(fmt.Sprintf("c%d-q%d", c, q))
+				var qq *question
+				if asTask {
+					qq = cl.taskQuestion(fmt.Sprintf("t%d-q%d", c, q))
+				} else {
+					qq = cl.question(fmt.Sprintf("c%d-q%d", c, q))
+				}
 				l.mu.Lock()
 				l.done = append(l.done, qq)
 				l.mu.Unlock()
@@ -107,11 +113,15 @@ type client struct {
 	id       int
 	rng      *rand.Rand
 	sessions map[int]*mcp.ClientSession
+	tasks    map[int]*mcp.ClientSession // a task client's sessions (tasks_test.go)
 	last     int
 }
 
 func (c *client) close() {
 	for _, s := range c.sessions {
+		_ = s.Close()
+	}
+	for _, s := range c.tasks {
 		_ = s.Close()
 	}
 }

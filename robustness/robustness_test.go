@@ -224,8 +224,11 @@ func (c *cluster) judge(injected map[string]int) {
 		assert.NotContains(t, n.log(), "WARNING: DATA RACE", "node %d", n.i)
 	}
 	var lost, unlinearizable []string
-	completed := 0
+	completed, asTasks := 0, 0
 	for _, q := range c.load.done {
+		if strings.HasPrefix(q.key, "t") {
+			asTasks++ // a task client's (tasks_test.go)
+		}
 		if why := checkLinearizable(q.history); why != "" {
 			unlinearizable = append(unlinearizable, q.key+": "+why)
 		}
@@ -244,8 +247,8 @@ func (c *cluster) judge(injected map[string]int) {
 	}
 	slices.Sort(kinds)
 	var b strings.Builder
-	fmt.Fprintf(&b, "questions: %d run, %d completed, %d lost; %d requests sent (attempts included); %d violations of the model\n",
-		len(c.load.done), completed, len(lost), c.load.started.Load(), len(unlinearizable))
+	fmt.Fprintf(&b, "questions: %d run (%d of them as MCP tasks), %d completed, %d lost; %d requests sent (attempts included); %d violations of the model\n",
+		len(c.load.done), asTasks, completed, len(lost), c.load.started.Load(), len(unlinearizable))
 	fmt.Fprintf(&b, "%-28s %8s %10s %14s\n", "fault (and its aftermath)", "injected", "requests", "longest wait")
 	for _, k := range kinds {
 		fmt.Fprintf(&b, "%-28s %8d %10d %14v\n", k, injected[k], c.load.waits.count[k], c.load.waits.longest[k].Round(time.Millisecond))
