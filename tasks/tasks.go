@@ -439,7 +439,11 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 		run.cancel(err)
 		return nil, err
 	}
-	s.adopt(owner, id, run, nil, tk.Claim, func(res *mcp.CallToolResult) { s.closeOut(ctx, detached(req), req, tk.Tool, tk.Args, res, next) })
+	// A first call the tools could not serve now (the store away: it asked nothing, and
+	// made nothing) is made again; it cannot be resent by another node.
+	first := detached(req)
+	s.adopt(owner, id, run, func() (running, bool) { return s.start(ctx, first, next) }, false, tk.Claim,
+		func(res *mcp.CallToolResult) { s.closeOut(ctx, first, req, tk.Tool, tk.Args, res, next) })
 	return s.createdResult(rec, tk), nil
 }
 
@@ -508,8 +512,10 @@ func newClaim() string { return rand.Text()[:16] }
 
 // adopt waits, on its own goroutine, for the call run started for task id (working, under
 // claim), beats for it, and records what it comes to: while the record still names claim.
-func (s *Server) adopt(owner, id string, run running, resend func() (running, bool), claim string, closeOut func(*mcp.CallToolResult)) {
-	resendable := resend != nil
+// resend runs the call again, for a result the tools could not serve now (Retryable);
+// resendable says whether another node can (a round, whose request is in the record: not a
+// first call).
+func (s *Server) adopt(owner, id string, run running, resend func() (running, bool), resendable bool, claim string, closeOut func(*mcp.CallToolResult)) {
 	s.mu.Lock()
 	s.running[id] = runEntry{claim: claim, cancel: run.cancel}
 	s.busy.Add(1) // the run's goroutine holds the count above zero
@@ -528,7 +534,7 @@ func (s *Server) adopt(owner, id string, run running, resend func() (running, bo
 			select {
 			case o = <-run.done:
 				res, ok := toolResult(o.res)
-				if !resendable || o.err != nil || !ok || s.o.Retryable == nil || !s.o.Retryable(res) {
+				if resend == nil || o.err != nil || !ok || s.o.Retryable == nil || !s.o.Retryable(res) {
 					break wait
 				}
 				// The tools could not serve the round now: sent again after a pause.
@@ -755,7 +761,7 @@ func (s *Server) runRound(ctx context.Context, owner, id string, tk task, caller
 		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args), RequestState: tk.RequestState, InputResponses: responses}}
 	resend := func() (running, bool) { return s.start(ctx, call, next) }
 	if run, ok := resend(); ok {
-		s.adopt(owner, id, run, resend, tk.Claim, func(res *mcp.CallToolResult) { s.closeOut(ctx, caller, req, tk.Tool, tk.Args, res, next) })
+		s.adopt(owner, id, run, resend, true, tk.Claim, func(res *mcp.CallToolResult) { s.closeOut(ctx, caller, req, tk.Tool, tk.Args, res, next) })
 	} // else this node stops: the round is run again elsewhere, once its beats are missed
 }
 

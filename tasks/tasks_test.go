@@ -69,6 +69,8 @@ type fixture struct {
 	hold    chan struct{} // see round2
 	busy    atomic.Int32  // see flaky
 	hold3   chan struct{} // see round3
+	hold1   chan struct{} // see firstBusy
+	firsts  atomic.Int32
 	closedB atomic.Int32
 	// ended says whether the question of "due" has ended; probes counts the looks.
 	ended  atomic.Bool
@@ -89,7 +91,7 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 	t.Helper()
 	caps := &mcp.ServerCapabilities{}
 	tasks.Capabilities(caps)
-	f := &fixture{clk: clk, release: make(chan struct{}), hold3: make(chan struct{})}
+	f := &fixture{clk: clk, release: make(chan struct{}), hold3: make(chan struct{}), hold1: make(chan struct{})}
 	f.server = mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, &mcp.ServerOptions{Capabilities: caps})
 	noArgs := json.RawMessage(`{"type":"object"}`)
 	// two asks two questions in one round, and answers once both are answered.
@@ -134,6 +136,14 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 			return ask("b", "r3b"), nil
 		}
 		return ask("a", "r3a"), nil
+	})
+	// firstBusy: its first call waits on hold1 and is "busy" (retryable); the next is served.
+	f.server.AddTool(&mcp.Tool{Name: "firstBusy", InputSchema: noArgs}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if f.firsts.Add(1) == 1 {
+			<-f.hold1
+			return &mcp.CallToolResult{IsError: true, Content: []mcp.Content{&mcp.TextContent{Text: "busy"}}}, nil
+		}
+		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "made"}}}, nil
 	})
 	// flaky asks once; the round that answers it is "busy" (retryable) the first time.
 	f.server.AddTool(&mcp.Tool{Name: "flaky", InputSchema: noArgs}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -202,6 +212,7 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 	f.tasks.Allow("round2", tasks.Optional)
 	f.tasks.Allow("flaky", tasks.Optional)
 	f.tasks.Allow("round3", tasks.Optional)
+	f.tasks.Allow("firstBusy", tasks.Optional)
 	f.tasks.Allow("quick", tasks.Optional)
 	f.tasks.Allow("slow", tasks.Optional)
 	f.tasks.Allow("broken", tasks.Required)
@@ -742,4 +753,27 @@ func TestATaskIsReadAsItsLatestWrite(t *testing.T) {
 	d, err := c.get(t, id)
 	require.NoError(t, err, "found at once")
 	assert.Equal(t, tasks.InputRequired, d.Status)
+}
+
+// A first call that became a task while working, which the tools then answer "could not
+// serve now" (the store away: it made nothing), is made again, not taken for the task's
+// result (the 10-minute run with task clients saw a task "completed" with
+// STORE_UNAVAILABLE before anything was asked).
+func TestARetryableFirstCallIsMadeAgain(t *testing.T) {
+	f := newFixture(t)
+	c := f.connect(t, true)
+	id, _, err := f.call(t, c, "firstBusy")
+	require.NoError(t, err)
+	require.NotEmpty(t, id, "working past the window: a task")
+	close(f.hold1)
+	require.Eventually(t, func() bool {
+		f.clk.Add(200 * time.Millisecond)
+		d, err := c.get(t, id)
+		require.NoError(t, err)
+		return d.Status == tasks.Completed
+	}, bound, time.Millisecond)
+	d, err := c.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, "made", d.Result.Content[0].(*mcp.TextContent).Text)
+	assert.EqualValues(t, 2, f.firsts.Load())
 }
