@@ -184,3 +184,18 @@ func TestALossWithANodeKilledWhileItsStoreWasOutIsAllowedOnlyThen(t *testing.T) 
 	assert.Len(t, unmatched, 1, "a cut whose node's store took a later event had a roster to be in")
 	assert.Equal(t, 0, lost)
 }
+
+// A push question asked 13 ms before its node was killed, whose end a survivor's sweep told
+// 11.0 s after the kill on a machine running three suites (CI run 61): the end is its cut's,
+// not a question that should not have ended.
+func TestALateSweepsEndIsItsCuts(t *testing.T) {
+	t0 := time.Date(2026, 11, 29, 11, 24, 7, 169e6, time.UTC)
+	cuts := []cut{{key: "p3-q11", node: 1, at: t0.Add(13 * time.Millisecond), why: "EOF", asked: t0}}
+	ended := []event{{ID: "evt_LZU6_ended", Outcome: "client_gone", Ended: t0.Add(11033 * time.Millisecond)}}
+	unmatched, used, _, _, _ := matchCuts(cuts, ended, func(string) bool { return false }, neverFrozen, storeNeverOut)
+	assert.Empty(t, unmatched)
+	assert.True(t, used["evt_LZU6_ended"])
+	ended[0].Ended = t0.Add(cutEndBound + time.Second)
+	_, used, _, _, _ = matchCuts(cuts, ended, func(string) bool { return false }, neverFrozen, storeNeverOut)
+	assert.False(t, used["evt_LZU6_ended"], "an end past the bound is not the cut's")
+}
