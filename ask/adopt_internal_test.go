@@ -144,3 +144,28 @@ func TestARecordThatLandedAfterAFailedWriteIsDeletedOnceTheStoreIsBack(t *testin
 		return errors.Is(err, store.ErrNotFound)
 	}, 30*time.Second, 10*time.Millisecond, "deleted once the store answers")
 }
+
+// A call whose first record write was reported failed, and had not landed when its node
+// looked, keeps it from landing later: an ended record takes its id, and the late write, a
+// create, fails (a 10-minute run saw one land after the node had looked, and time out ten
+// minutes later with an event for a question no one was asked).
+func TestARecordThatHadNotLandedIsKeptFromLanding(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	mem := memory.New(memory.Options{Clock: clk})
+	t.Cleanup(func() { _ = mem.Close() })
+	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: mem, Node: "here", Clock: clk})
+	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+	id := storetest.NewID()
+	c := el.newCall(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "contact"}}, "alice", id, true)
+	c.dropLanded()
+
+	now := clk.Now()
+	late := storetest.Sample("alice", id, now, now.Add(time.Hour))
+	late.Node, late.Asleep, late.Outcome, late.Ends = "here", true, nil, nil
+	_, err := mem.Create(context.Background(), late)
+	assert.ErrorIs(t, err, store.ErrExists, "the late write cannot land")
+	got, err := mem.Get(context.Background(), "alice", id)
+	require.NoError(t, err)
+	assert.Equal(t, "ended", got.State, "nothing a survivor would adopt")
+}

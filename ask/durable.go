@@ -679,17 +679,23 @@ func (c *call) dropLanded() {
 }
 
 // dropLanded deletes owner's record id if it is this node's, and reports whether that is
-// settled: deleted, not there, or another node's.
+// settled: deleted, another node's, or kept from landing. A write reported failed may still
+// land later (a proposal JetStream commits once its quorum is back: a 10-minute robustness
+// run saw one land after two reads had not found it), so a record not there is kept out by
+// an ended one of the same id, which the late write, a create, cannot replace.
 func (el *Elicitor) dropLanded(owner, id string) bool {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 	defer cancel()
 	r, err := el.store.Get(ctx, owner, id)
 	switch {
 	case errors.Is(err, store.ErrNotFound):
-		return true
+		now := el.clk.Now()
+		_, err := el.store.Create(ctx, store.Record{ID: id, Owner: owner, Node: el.node, Era: "pull", State: "ended",
+			Created: now, Deadline: now.Add(el.timeout + el.retention())})
+		return err == nil // ErrExists: it landed meanwhile, and is deleted at the next look
 	case err != nil:
 		return false
-	case r.Node != el.node:
+	case r.Node != el.node || r.State != "active":
 		return true
 	}
 	err = el.store.Delete(ctx, owner, id, r.Revision)
