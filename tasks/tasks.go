@@ -96,8 +96,6 @@ type Server struct {
 	busy    sync.WaitGroup
 	closed  bool
 	stop    chan struct{} // closed by Stop
-	// node names this Server in the records of the tasks it runs while working.
-	node string
 }
 
 type toolTasks struct {
@@ -123,8 +121,7 @@ func New(o Options) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	return &Server{o: o, log: log, tools: map[string]toolTasks{}, running: map[string]runEntry{}, stop: make(chan struct{}),
-		node: rand.Text()[:10]}
+	return &Server{o: o, log: log, tools: map[string]toolTasks{}, running: map[string]runEntry{}, stop: make(chan struct{})}
 }
 
 // ToolOption qualifies a tool's Support.
@@ -285,7 +282,6 @@ type task struct {
 	Answers      map[string]json.RawMessage `json:"answers,omitempty"`
 	Result       json.RawMessage            `json:"result,omitempty"`
 	Error        *wireError                 `json:"error,omitempty"`
-	Node         string                     `json:"node,omitempty"` // whose process runs it while working
 	// Due is when the round's question ends unless answered, as its input requests said
 	// (Options.DeadlineKey), or when to look again.
 	Due time.Time `json:"due,omitzero"`
@@ -304,6 +300,12 @@ const (
 	beatEvery  = 10 * time.Second
 	staleAfter = 3 * beatEvery
 )
+
+// readResponse decodes v, an answer given under the tool's input key, as the tool will read
+// it.
+func readResponse(key string, v json.RawMessage, into *mcp.InputResponseMap) error {
+	return json.Unmarshal([]byte(`{`+strconv.Quote(key)+`:`+string(v)+`}`), into)
+}
 
 // resendable reports whether tk, working, runs a round the pull era can be asked again
 // (its requestState and every answer are in the record): not a first call.
@@ -433,7 +435,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 	case <-s.o.Clock.After(s.o.Window):
 	}
 	// Still working: a task from here. Its record first, then the handle.
-	tk.Node, tk.Beat, tk.Claim = s.node, tk.Created, newClaim()
+	tk.Beat, tk.Claim = tk.Created, newClaim()
 	rec, err := s.create(ctx, owner, id, tk)
 	if err != nil {
 		run.cancel(err)
@@ -631,7 +633,7 @@ func toolResult(res mcp.Result) (*mcp.CallToolResult, bool) {
 // the tool's result, or the JSON-RPC error.
 func (s *Server) settle(tk *task, o outcome) {
 	tk.Updated = s.o.Clock.Now()
-	tk.Node, tk.Answers, tk.Inputs, tk.RequestState, tk.Message, tk.Beat, tk.Claim = "", nil, nil, "", "", time.Time{}, ""
+	tk.Answers, tk.Inputs, tk.RequestState, tk.Message, tk.Beat, tk.Claim = nil, nil, "", "", time.Time{}, ""
 	if o.err != nil {
 		tk.Status, tk.Error = Failed, asWireError(o.err)
 		return
@@ -714,7 +716,7 @@ func (s *Server) expire(ctx context.Context, owner, id string, rec store.Record,
 	}
 	ended := s.o.Ended(ctx, probe)
 	if ended {
-		claimed.Status, claimed.Node, claimed.Message, claimed.Updated, claimed.Claim = Working, s.node, "", s.o.Clock.Now(), newClaim()
+		claimed.Status, claimed.Message, claimed.Updated, claimed.Claim = Working, "", s.o.Clock.Now(), newClaim()
 	} else {
 		claimed.Due = s.o.Clock.Now().Add(lookAgain)
 	}
@@ -743,13 +745,13 @@ func (s *Server) runRound(ctx context.Context, owner, id string, tk task, caller
 	responses := mcp.InputResponseMap{}
 	for k, v := range tk.Answers {
 		var one mcp.InputResponseMap
-		if err := json.Unmarshal([]byte(`{`+strconv.Quote(tk.Inputs[k].Key)+`:`+string(v)+`}`), &one); err != nil {
+		if err := readResponse(tk.Inputs[k].Key, v, &one); err != nil {
 			// Not a response the tool could read: the round is asked again as it was.
 			_ = s.change(ctx, owner, id, func(t *task) bool {
 				if t.Status != Working || t.Claim != tk.Claim {
 					return false
 				}
-				t.Status, t.Node, t.Answers, t.Claim = InputRequired, "", nil, ""
+				t.Status, t.Answers, t.Claim = InputRequired, nil, ""
 				t.Message = fmt.Sprintf("the answer to %s could not be read (%v); answer again", k, err)
 				return true
 			})
@@ -789,9 +791,9 @@ func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Recor
 	claimed := tk
 	now := s.o.Clock.Now()
 	if tk.resendable() {
-		claimed.Node, claimed.Beat, claimed.Claim = s.node, now, newClaim()
+		claimed.Beat, claimed.Claim = now, newClaim()
 	} else {
-		claimed.Status, claimed.Node, claimed.Updated, claimed.Message = Failed, "", now, ""
+		claimed.Status, claimed.Updated, claimed.Message = Failed, now, ""
 		claimed.Error = &wireError{Code: jsonrpc.CodeInternalError, Message: "the node running the task stopped before it finished; call the tool again"}
 	}
 	if err := s.write(ctx, rec, claimed); err != nil {
@@ -1019,7 +1021,7 @@ func (s *Server) update(ctx context.Context, owner, id string, answers map[strin
 			// An answer the tool could not read is refused now, not found out once every key
 			// is in (which would drop the good ones with it).
 			var one mcp.InputResponseMap
-			if err := json.Unmarshal([]byte(`{`+strconv.Quote(tk.Inputs[k].Key)+`:`+string(v)+`}`), &one); err != nil {
+			if err := readResponse(tk.Inputs[k].Key, v, &one); err != nil {
 				return nil, invalidParams("inputResponses[%q]: %v", k, err)
 			}
 			if tk.Answers == nil {
@@ -1033,7 +1035,7 @@ func (s *Server) update(ctx context.Context, owner, id string, answers map[strin
 		tk.Updated = s.o.Clock.Now()
 		all := len(tk.Answers) == len(tk.Inputs)
 		if all {
-			tk.Status, tk.Node, tk.Message, tk.Beat, tk.Claim = Working, s.node, "", tk.Updated, newClaim() // this node runs the round
+			tk.Status, tk.Message, tk.Beat, tk.Claim = Working, "", tk.Updated, newClaim() // this node runs the round
 		}
 		err = s.write(ctx, rec, tk)
 		switch {
@@ -1068,7 +1070,7 @@ func (s *Server) cancel(ctx context.Context, owner, id string, caller *mcp.CallT
 		if terminal(tk.Status) {
 			return false
 		}
-		tk.Status, tk.Message, tk.Updated, tk.Node, tk.Claim = Cancelled, "cancelled by the client", s.o.Clock.Now(), "", ""
+		tk.Status, tk.Message, tk.Updated, tk.Claim = Cancelled, "cancelled by the client", s.o.Clock.Now(), ""
 		return true
 	})
 	if err != nil {
