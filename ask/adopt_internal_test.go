@@ -169,3 +169,36 @@ func TestARecordThatHadNotLandedIsKeptFromLanding(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "ended", got.State, "nothing a survivor would adopt")
 }
+
+// A call whose first record write was reported failed deletes that record even when a
+// survivor has adopted it meanwhile, taking the node for dead (it was cut off from the
+// store): no round of it was ever claimed, and no client holds its requestState, since the
+// call was refused. A 10-minute robustness run saw such a record time out ten minutes later
+// on the survivor, telling an end for a question no one was asked.
+func TestARecordAdoptedBeforeItsFailedWriteWasKnownIsStillDeleted(t *testing.T) {
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	mem := memory.New(memory.Options{Clock: clk})
+	t.Cleanup(func() { _ = mem.Close() })
+	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: mem, Node: "here", Clock: clk})
+	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+	now := clk.Now()
+	rec := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
+	rec.Node, rec.Epoch, rec.Asleep, rec.Outcome, rec.Ends, rec.Claimed, rec.Handed = "survivor", 2, true, nil, nil, 0, 1
+	_, err := mem.Create(context.Background(), rec)
+	require.NoError(t, err)
+	c := el.newCall(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "contact"}}, "alice", rec.ID, true)
+
+	c.dropLanded()
+	_, err = mem.Get(context.Background(), "alice", rec.ID)
+	assert.ErrorIs(t, err, store.ErrNotFound, "no one can answer it: deleted, whoever holds it")
+
+	// A record another node holds with a round claimed is a call someone answers: left.
+	answered := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
+	answered.Node, answered.Asleep, answered.Outcome, answered.Ends, answered.Claimed, answered.Handed = "survivor", true, nil, nil, 1, 2
+	_, err = mem.Create(context.Background(), answered)
+	require.NoError(t, err)
+	el.newCall(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "contact"}}, "alice", answered.ID, true).dropLanded()
+	_, err = mem.Get(context.Background(), "alice", answered.ID)
+	assert.NoError(t, err, "a claimed round's record stays")
+}

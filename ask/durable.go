@@ -678,8 +678,9 @@ func (c *call) dropLanded() {
 	}()
 }
 
-// dropLanded deletes owner's record id if it is this node's, and reports whether that is
-// settled: deleted, another node's, or kept from landing. A write reported failed may still
+// dropLanded deletes owner's record id if no one can answer it (active, and this node's or
+// never claimed), and reports whether that is settled: deleted, answered elsewhere, or kept
+// from landing. A write reported failed may still
 // land later (a proposal JetStream commits once its quorum is back: a 10-minute robustness
 // run saw one land after two reads had not found it), so a record not there is kept out by
 // an ended one of the same id, which the late write, a create, cannot replace.
@@ -695,9 +696,14 @@ func (el *Elicitor) dropLanded(owner, id string) bool {
 		return err == nil // ErrExists: it landed meanwhile, and is deleted at the next look
 	case err != nil:
 		return false
-	case r.Node != el.node || r.State != "active":
+	case r.State != "active" || r.Node != el.node && r.Claimed > 0:
+		// Ended, or a round of it claimed: a call someone answers, not the one refused.
 		return true
 	}
+	// Active, this node's or another's: a survivor may have adopted it, taking this node
+	// for dead while the write's answer was lost (a 10-minute robustness run saw one cut
+	// off from the store so). No round of it was claimed, and no client holds its
+	// requestState (the call was refused): no one can answer it.
 	err = el.store.Delete(ctx, owner, id, r.Revision)
 	return err == nil || errors.Is(err, store.ErrNotFound) || errors.Is(err, store.ErrConflict)
 }
