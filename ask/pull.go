@@ -14,6 +14,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -214,7 +215,12 @@ func (el *Elicitor) run(ctx context.Context, req *mcp.CallToolRequest, o toolOpt
 		stack.Grow16K()
 		return el.resume(ctx, req, o, start)
 	}
-	c := el.newCall(req, el.Owner(req), el.idPrefix+strconv.FormatUint(el.callSeq.Add(1), 36), o.replayable)
+	id := el.idPrefix + strconv.FormatUint(el.callSeq.Add(1), 36)
+	if fc, ok := ctx.Value(firstCallKey{}).(*firstCall); ok && el.store != nil {
+		id = fc.id
+		fc.replayable.Store(o.replayable)
+	}
+	c := el.newCall(req, el.Owner(req), id, o.replayable)
 	c.pure = o.pure
 	el.begin(ctx, c, start)
 	return c.next(ctx)
@@ -767,6 +773,37 @@ func (c *call) answer(ctx context.Context, pr elicitation.Prompt, round int, res
 	// Answered, or the question ended at that instant (its deadline): the handler says
 	// what follows.
 	return c.next(ctx)
+}
+
+type firstCallKey struct{}
+
+// firstCall is a first call made under FirstCall.
+type firstCall struct {
+	id         string
+	replayable atomic.Bool
+}
+
+// FirstCall returns ctx for a 2026-07-28 first call (without requestState) whose question,
+// if it asks one, is to have the id question: a driver of the pull era that is not the
+// person's client (package tasks) names it, so that should the node making the call be gone
+// before its client hears of the question, another node can drop it (DropUnseen) and make
+// the call again. The id must be new, unguessable and a valid store id; it is used with a
+// store only. replayable reports, once the call has begun, whether its tool is Replayable
+// and the Elicitor has a store: whether it may be made again on another node.
+func (el *Elicitor) FirstCall(ctx context.Context, question string) (_ context.Context, replayable func() bool) {
+	fc := &firstCall{id: question}
+	return context.WithValue(ctx, firstCallKey{}, fc), fc.replayable.Load
+}
+
+// DropUnseen removes owner's question id, asked by a first call (FirstCall) whose client
+// never heard of it: deleted if no round of it was claimed, whichever node holds it, or kept
+// from being written later if it is not there. A store that does not answer is asked again,
+// a little later each time, until it does. Without a store it does nothing.
+func (el *Elicitor) DropUnseen(owner, id string) {
+	if el.store == nil {
+		return
+	}
+	(&call{el: el, owner: owner, id: id}).dropLanded()
 }
 
 // QuestionEnded reports whether the question that the round req's requestState answers has

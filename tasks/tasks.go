@@ -3,6 +3,8 @@ package tasks
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base32"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -81,8 +83,24 @@ type Options struct {
 	Retryable func(*mcp.CallToolResult) bool
 	// Ended reports whether the question of the round whose requestState req carries has
 	// ended without its answer (ask.Elicitor.QuestionEnded).
-	Ended  func(ctx context.Context, req *mcp.CallToolRequest) bool
-	Logger *slog.Logger // discards when nil
+	Ended func(ctx context.Context, req *mcp.CallToolRequest) bool
+	// FirstCalls, when set, lets another node make a task's first call again once the node
+	// making it is gone (its beats stopped for staleAfter), for a tool FirstCalls says may
+	// be (ask.Elicitor: a Replayable tool, with a store). Without it, or for another tool,
+	// such a task ends failed ("call the tool again").
+	FirstCalls FirstCalls
+	Logger     *slog.Logger // discards when nil
+}
+
+// FirstCalls names the question a task's first call asks, so that a node making the call
+// again can drop the one the gone node's call may have asked, which no client was shown.
+// *ask.Elicitor is one.
+type FirstCalls interface {
+	// FirstCall returns the context a first call runs in, naming the question it may ask,
+	// and reports, once the call has begun, whether its tool may be made again elsewhere.
+	FirstCall(ctx context.Context, question string) (context.Context, func() bool)
+	// DropUnseen removes owner's question id (or keeps it from being written later).
+	DropUnseen(owner, question string)
 }
 
 // Server serves the extension beside the tools of a go-sdk server.
@@ -293,7 +311,22 @@ type task struct {
 	// comes to: a run whose claim the record no longer names (cancelled, taken over, a
 	// later round) changes nothing.
 	Claim string `json:"claim,omitempty"`
+	// Remake says that the first call (working, Round 0) may be made again on another node
+	// (Options.FirstCalls); Made counts the times it was made again, each under a question
+	// id of its own (questionID).
+	Remake bool `json:"remake,omitempty"`
+	Made   int  `json:"made,omitempty"`
 }
+
+// questionID is the id of the question the first call of task id, made the made-th time
+// again, may ask: derived from the task id, which it does not disclose.
+func questionID(id string, made int) string {
+	sum := sha256.Sum256([]byte("elicitd task question\x00" + id + "\x00" + strconv.Itoa(made)))
+	return "t" + strings.ToLower(base32.StdEncoding.WithPadding(base32.NoPadding).EncodeToString(sum[:16]))
+}
+
+// remakes reports whether tk, working, is a first call another node may make again.
+func (tk *task) remakes() bool { return tk.Remake && tk.Round == 0 && tk.RequestState == "" }
 
 // How often a node running a task says so, and how long a silence means it is gone.
 const (
@@ -414,7 +447,11 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 	if len(req.Params.Arguments) > 0 {
 		tk.Args = json.RawMessage(req.Params.Arguments)
 	}
-	run, ok := s.start(ctx, detached(req), next)
+	fctx, remake := ctx, func() bool { return false }
+	if s.o.FirstCalls != nil && req.Params.RequestState == "" {
+		fctx, remake = s.o.FirstCalls.FirstCall(ctx, questionID(id, 0))
+	}
+	run, ok := s.start(fctx, detached(req), next)
 	if !ok {
 		return next(ctx, "tools/call", req) // this node stops: no task is begun here
 	}
@@ -435,18 +472,55 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 	case <-s.o.Clock.After(s.o.Window):
 	}
 	// Still working: a task from here. Its record first, then the handle.
-	tk.Beat, tk.Claim = tk.Created, newClaim()
+	tk.Beat, tk.Claim, tk.Remake = tk.Created, newClaim(), remake()
 	rec, err := s.create(ctx, owner, id, tk)
 	if err != nil {
 		run.cancel(err)
 		return nil, err
 	}
 	// A first call the tools could not serve now (the store away: it asked nothing, and
-	// made nothing) is made again; it cannot be resent by another node.
+	// made nothing) is made again; another node makes it again only if Remake says so.
 	first := detached(req)
-	s.adopt(owner, id, run, func() (running, bool) { return s.start(ctx, first, next) }, false, tk.Claim,
+	resend := func() (running, bool) { return s.start(ctx, first, next) }
+	if tk.Remake {
+		resend = func() (running, bool) { return s.remakeFirst(ctx, owner, id, tk.Claim, first, next) }
+	}
+	s.adopt(owner, id, run, resend, tk.Remake, tk.Claim,
 		func(res *mcp.CallToolResult) { s.closeOut(ctx, first, req, tk.Tool, tk.Args, res, next) })
 	return s.createdResult(rec, tk), nil
+}
+
+// remakeFirst makes task id's first call again, under claim, with a question id of its own:
+// the one the call before it named may be kept from landing (its write failed), and is not
+// to be asked twice. The record counts it first, so that a node taking the task over knows
+// which question to drop; false if the claim is lost, or the node stops before the store
+// answers.
+func (s *Server) remakeFirst(ctx context.Context, owner, id, claim string, first *mcp.CallToolRequest, next mcp.MethodHandler) (running, bool) {
+	pause := time.Second
+	for {
+		made, ours := 0, false
+		err := s.change(context.WithoutCancel(ctx), owner, id, func(tk *task) bool {
+			if ours = !terminal(tk.Status) && tk.Claim == claim; !ours {
+				return false
+			}
+			tk.Made++
+			made = tk.Made
+			return true
+		})
+		switch {
+		case err == nil && !ours, isGone(err):
+			return running{}, false
+		case err == nil:
+			fctx, _ := s.o.FirstCalls.FirstCall(ctx, questionID(id, made))
+			return s.start(fctx, first, next)
+		}
+		select {
+		case <-s.o.Clock.After(pause):
+		case <-s.stop:
+			return running{}, false
+		}
+		pause = min(2*pause, 30*time.Second)
+	}
 }
 
 // running is a tools/call under way for a task.
@@ -790,9 +864,13 @@ func (s *Server) closeOut(ctx context.Context, caller *mcp.CallToolRequest, req 
 func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Record, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) (store.Record, task) {
 	claimed := tk
 	now := s.o.Clock.Now()
-	if tk.resendable() {
+	remake := tk.remakes() && s.o.FirstCalls != nil
+	switch {
+	case tk.resendable():
 		claimed.Beat, claimed.Claim = now, newClaim()
-	} else {
+	case remake:
+		claimed.Beat, claimed.Claim, claimed.Made = now, newClaim(), tk.Made+1
+	default:
 		claimed.Status, claimed.Updated, claimed.Message = Failed, now, ""
 		claimed.Error = &wireError{Code: jsonrpc.CodeInternalError, Message: "the node running the task stopped before it finished; call the tool again"}
 	}
@@ -801,9 +879,29 @@ func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Recor
 	}
 	if claimed.Status == Working {
 		s.log.Info("took over a task whose node stopped", "task", id)
-		s.runRound(ctx, owner, id, claimed, caller, req, next)
+		if remake {
+			s.remade(ctx, owner, id, tk.Made, claimed, caller, req, next)
+		} else {
+			s.runRound(ctx, owner, id, claimed, caller, req, next)
+		}
 	}
 	return rec, claimed
+}
+
+// remade makes the first call of task id again here, as tk has claimed it, once the question
+// the gone node's call (made the made-th time) may have asked is dropped: no client was
+// shown it.
+func (s *Server) remade(ctx context.Context, owner, id string, made int, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) {
+	s.o.FirstCalls.DropUnseen(owner, questionID(id, made))
+	first := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
+		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args)}}
+	fctx, _ := s.o.FirstCalls.FirstCall(ctx, questionID(id, tk.Made))
+	run, ok := s.start(fctx, first, next)
+	if !ok {
+		return // this node stops: made again elsewhere, once its beats are missed
+	}
+	s.adopt(owner, id, run, func() (running, bool) { return s.remakeFirst(ctx, owner, id, tk.Claim, first, next) }, true, tk.Claim,
+		func(res *mcp.CallToolResult) { s.closeOut(ctx, first, req, tk.Tool, tk.Args, res, next) })
 }
 
 // withComplete is a CallToolResult's encoding with resultType "complete".

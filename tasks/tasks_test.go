@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -75,6 +76,34 @@ type fixture struct {
 	// ended says whether the question of "due" has ended; probes counts the looks.
 	ended  atomic.Bool
 	probes atomic.Int32
+	// firsts made of "remakable": the question each named; dropped: DropUnseen's; holdR,
+	// when set, holds the first call of "remakable" until the test ends.
+	mu      sync.Mutex
+	asked   []string
+	dropped []string
+	holdR   chan struct{}
+}
+
+// firstCalls is FirstCalls as ask.Elicitor is: a first call's context names its question,
+// and its tool says whether it may be made again.
+type firstCalls struct{ f *fixture }
+
+type firstKey struct{}
+
+type first struct {
+	question   string
+	replayable atomic.Bool
+}
+
+func (fc firstCalls) FirstCall(ctx context.Context, question string) (context.Context, func() bool) {
+	v := &first{question: question}
+	return context.WithValue(ctx, firstKey{}, v), v.replayable.Load
+}
+
+func (fc firstCalls) DropUnseen(owner, question string) {
+	fc.f.mu.Lock()
+	defer fc.f.mu.Unlock()
+	fc.f.dropped = append(fc.f.dropped, owner+"/"+question)
 }
 
 func newFixture(t *testing.T) *fixture {
@@ -156,6 +185,29 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": &mcp.ElicitParams{Message: "A?",
 			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: "f"}, nil
 	})
+	// remakable is replayable: its first call names its question, waits on holdR if set,
+	// then asks a.
+	f.server.AddTool(&mcp.Tool{Name: "remakable", InputSchema: noArgs}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if a, ok := req.Params.InputResponses["a"].(*mcp.ElicitResult); ok {
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "got " + a.Content["x"].(string)}}}, nil
+		}
+		v, _ := ctx.Value(firstKey{}).(*first)
+		if v != nil {
+			v.replayable.Store(true)
+			f.mu.Lock()
+			f.asked = append(f.asked, v.question)
+			f.mu.Unlock()
+		}
+		if f.holdR != nil {
+			select {
+			case <-f.holdR:
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			}
+		}
+		return &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{"a": &mcp.ElicitParams{Message: "A?",
+			RequestedSchema: json.RawMessage(`{"type":"object","properties":{"x":{"type":"string"}}}`)}}, RequestState: "rm"}, nil
+	})
 	f.server.AddTool(&mcp.Tool{Name: "quick", InputSchema: noArgs}, func(context.Context, *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
 	})
@@ -203,7 +255,7 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 		Retryable: func(res *mcp.CallToolResult) bool {
 			return res.IsError && len(res.Content) == 1 && res.Content[0].(*mcp.TextContent).Text == "busy"
 		},
-		DeadlineKey: "deadline", Ended: func(context.Context, *mcp.CallToolRequest) bool {
+		FirstCalls: firstCalls{f}, DeadlineKey: "deadline", Ended: func(context.Context, *mcp.CallToolRequest) bool {
 			f.probes.Add(1)
 			return f.ended.Load()
 		}})
@@ -214,6 +266,7 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 	f.tasks.Allow("round3", tasks.Optional)
 	f.tasks.Allow("firstBusy", tasks.Optional)
 	f.tasks.Allow("quick", tasks.Optional)
+	f.tasks.Allow("remakable", tasks.Optional)
 	f.tasks.Allow("slow", tasks.Optional)
 	f.tasks.Allow("broken", tasks.Required)
 	require.NoError(t, f.tasks.Install(f.server))
@@ -776,4 +829,51 @@ func TestARetryableFirstCallIsMadeAgain(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "made", d.Result.Content[0].(*mcp.TextContent).Text)
 	assert.EqualValues(t, 2, f.firsts.Load())
+}
+
+// A first call of a replayable tool, working on a node that dies, is made again by the node
+// a tasks/get reaches once the beats have stopped: the question the dead node's call may have
+// asked, which no client was shown, is dropped first, and the new call names a question of
+// its own. A robustness run lost a task so (it ended failed, "call the tool again").
+func TestAReplayableFirstCallWhoseNodeDiedIsMadeAgain(t *testing.T) {
+	clkA, clkB := clock.NewMock(), clock.NewMock()
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	clkA.Set(start)
+	clkB.Set(start)
+	st := memory.New(memory.Options{Clock: clkB})
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	a, b := newNode(t, clkA, st), newNode(t, clkB, st)
+	a.holdR = make(chan struct{})
+	t.Cleanup(func() { close(a.holdR) })
+	ca, cb := a.connect(t, true), b.connect(t, true)
+
+	id, _, err := a.call(t, ca, "remakable")
+	require.NoError(t, err)
+	require.NotEmpty(t, id, "working past the window: a task")
+	// A dies: its call hangs, and its beats end.
+	clkB.Add(20 * time.Second)
+	d, err := cb.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.Working, d.Status, "not taken over before 30 s of silence")
+	clkB.Add(15 * time.Second)
+	d = cb.until(t, id, tasks.InputRequired)
+	var key string
+	for k := range d.InputRequests {
+		key = k
+	}
+	a.mu.Lock()
+	askedA := slices.Clone(a.asked)
+	a.mu.Unlock()
+	b.mu.Lock()
+	askedB, dropped := slices.Clone(b.asked), slices.Clone(b.dropped)
+	b.mu.Unlock()
+	require.Len(t, askedA, 1)
+	require.Len(t, askedB, 1, "made again on B")
+	assert.NotEqual(t, askedA[0], askedB[0], "under a question of its own")
+	assert.Equal(t, []string{"caller-A/" + askedA[0]}, dropped, "A's question dropped, as its caller's")
+
+	cb.update(t, id, map[string]any{key: accept("Ada")})
+	d = cb.until(t, id, tasks.Completed)
+	require.NotNil(t, d.Result)
+	assert.Equal(t, "got Ada", d.Result.Content[0].(*mcp.TextContent).Text)
 }

@@ -135,7 +135,7 @@ func newServer(o options, version string) *server {
 		s.tasks = tasks.New(tasks.Options{Store: taskStore, Clock: o.Clock, Logger: o.Logger,
 			Owner: s.el.Owner, TTL: tasksTTL(o.Timeout),
 			SupportOf:   func(name string) tasks.Support { return tasks.Support(s.el.TaskSupport(name)) },
-			DeadlineKey: ask.DeadlineKey, Ended: s.el.QuestionEnded, Retryable: ask.Retryable})
+			DeadlineKey: ask.DeadlineKey, Ended: s.el.QuestionEnded, Retryable: ask.Retryable, FirstCalls: s.el})
 		if o.Conformance {
 			s.allowConformanceTasks()
 		}
