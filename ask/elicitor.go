@@ -44,9 +44,15 @@ type Options struct {
 	// Then that keeps asking cannot keep a person answering for ever. 0:
 	// elicitation.DefaultMaxRounds (20).
 	MaxRounds int
-	Rate      rate.Limit    // questions an owner may start per second; 0: no limit
-	Burst     int           // with Rate
-	MaxLive   int           // live questions across all owners; 0: no cap
+	Rate      rate.Limit // questions an owner may start per second; 0: no limit
+	Burst     int        // with Rate
+	// MaxLive caps the questions awake across all owners (a goroutine each, about 27 KB:
+	// push-era questions, and pull-era ones between a request and their hibernation);
+	// MaxAsleep those hibernating (no goroutine, about 2 KB), which a node may hold many
+	// more of. A new question is refused (CodeTooMany, too_many_live) when either is
+	// reached; 0: no cap.
+	MaxLive   int
+	MaxAsleep int
 	Keepalive time.Duration // push era: progress notifications while waiting, if the call has a token; 0: none
 	// PullIdle, when positive, ends a pull-era question as abandoned when the client has
 	// not come back with the answer to a round for this long, to free its slot before the
@@ -222,7 +228,7 @@ func New(server *mcp.Server, o Options) *Elicitor {
 	el.deadlines = timers.New(o.Clock, (*sleeper).expire)
 	el.pingEvery, el.pingWait = cmp.Or(o.PingEvery, DefaultPingEvery), cmp.Or(o.PingWait, DefaultPingWait)
 	el.syncFirst.Store(true)
-	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, OnEnd: el.ended})
+	el.reg = registry.New(registry.Config{Clock: o.Clock, Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, MaxAsleep: o.MaxAsleep, OnEnd: el.ended})
 	el.serveRelay(o.Store)
 	server.AddSendingMiddleware(attachWireSchema)
 	server.AddReceivingMiddleware(el.middleware)

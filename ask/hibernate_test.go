@@ -433,3 +433,34 @@ func TestEveryNodeCountsOpenTheQuestionsItHolds(t *testing.T) {
 		}
 	}
 }
+
+// Options.MaxAsleep caps the questions hibernating, apart from MaxLive's awake ones: with a
+// store and MaxLive at one, a second question is asked while the first waits asleep (it
+// holds no goroutine), a third is refused with two asleep and MaxAsleep at two, and a
+// fourth is asked once the first has ended.
+func TestTheQuestionsAsleepAreCappedApart(t *testing.T) {
+	nodeOptions = func(_ int, o *ask.Options) { o.MaxLive, o.MaxAsleep = 1, 2 }
+	t.Cleanup(func() { nodeOptions = nil })
+	a := newCluster(t, 1, memory.New(memory.Options{}), nil)[0]
+	asleep := func(n int) {
+		t.Helper()
+		require.Eventually(t, func() bool { return a.el.Registry().Stats().Asleep == n }, failsafeBound, time.Millisecond,
+			"%d questions hibernate", n)
+	}
+	first := a.call(t, "", 0, nil)
+	require.Len(t, first.InputRequests, 1)
+	asleep(1)
+	second := a.call(t, "", 0, nil)
+	require.Len(t, second.InputRequests, 1, "MaxLive counts only the awake: %+v", second.Content)
+	asleep(2)
+
+	refused := a.call(t, "", 0, nil)
+	assert.True(t, refused.IsError, "the cap of those asleep is reached")
+	assert.Empty(t, refused.InputRequests)
+	assert.Contains(t, fmt.Sprint(refused.StructuredContent), ask.CodeTooMany)
+
+	payload(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	asleep(1)
+	again := a.call(t, "", 0, nil)
+	assert.Len(t, again.InputRequests, 1, "asked once the first has ended")
+}

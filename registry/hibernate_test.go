@@ -44,7 +44,7 @@ func hibernate(t *testing.T, reg *registry.Registry, e *elicitation.Elicitation)
 
 func TestAHibernatingQuestionIsStillKnown(t *testing.T) {
 	var ends []elicitation.Outcome
-	f := newFixture(t, registry.Config{MaxLive: 1, OnEnd: func(_ string, o elicitation.Outcome) { ends = append(ends, o) }})
+	f := newFixture(t, registry.Config{MaxAsleep: 1, OnEnd: func(_ string, o elicitation.Outcome) { ends = append(ends, o) }})
 	e := f.start(t, "alice")
 	s := hibernate(t, f.reg, e)
 
@@ -61,7 +61,7 @@ func TestAHibernatingQuestionIsStillKnown(t *testing.T) {
 	assert.Empty(t, st.Cancelled)
 
 	_, err := f.reg.Start("bob", f.spec())
-	assert.ErrorIs(t, err, registry.ErrTooManyLive, "it counts against the live cap")
+	assert.ErrorIs(t, err, registry.ErrTooManyLive, "it counts against the cap of those asleep")
 
 	require.NoError(t, f.reg.Cancel("alice", e.ID(), elicitation.Operator))
 	assert.Equal(t, []elicitation.Reason{elicitation.Operator}, s.cancelled)
@@ -120,4 +120,42 @@ func TestShutdownLeavesASleeperAlone(t *testing.T) {
 	require.NoError(t, f.reg.Shutdown(context.Background()))
 	assert.Empty(t, s.cancelled, "its question lives on in its record, for another node")
 	assert.Zero(t, f.reg.Len())
+}
+
+// The awake (an actor, a goroutine each) and the asleep (a stand-in) are capped apart: a
+// node may hold far more of the second. A start is refused when either cap is reached;
+// hibernating, waking and adopting are never refused, and move a question between the two.
+func TestTheAwakeAndTheAsleepAreCappedApart(t *testing.T) {
+	f := newFixture(t, registry.Config{MaxLive: 2, MaxAsleep: 3})
+	var sleepers []*sleeper
+	for range 3 {
+		sleepers = append(sleepers, hibernate(t, f.reg, f.start(t, "alice")))
+	}
+	st := f.reg.Stats()
+	assert.Equal(t, 3, st.Asleep)
+	_, err := f.reg.Start("alice", f.spec())
+	assert.ErrorIs(t, err, registry.ErrTooManyLive, "three asleep: the cap of those asleep")
+	assert.ErrorContains(t, err, "3 wait asleep, the limit is 3")
+	assert.ErrorIs(t, f.reg.Admits("bob"), registry.ErrTooManyLive)
+
+	require.True(t, f.reg.Drop(sleepers[0], nil)) // woken: its actor resumes
+	e, err := f.reg.Resume("alice", sleepers[0].ID(), f.spec())
+	require.NoError(t, err)
+	f.prompts.Next(t)
+	assert.Equal(t, 2, f.reg.Stats().Asleep)
+	a := f.start(t, "bob") // two awake, two asleep
+	assert.Equal(t, 4, f.reg.Len())
+	_, err = f.reg.Start("bob", f.spec())
+	assert.ErrorContains(t, err, "2 are awake, the limit is 2", "the awake cap, with one place asleep left")
+
+	adopted := &sleeper{snap: elicitation.Snapshot{ID: "adopted", State: elicitation.Active}}
+	require.NoError(t, f.reg.Adopt("carol", adopted), "adopting is not a start")
+	assert.Equal(t, 3, f.reg.Stats().Asleep)
+	hibernate(t, f.reg, a)
+	assert.Equal(t, 4, f.reg.Stats().Asleep, "hibernating is never refused")
+	require.NoError(t, e.Cancel(elicitation.Operator))
+	<-e.Done()
+	st = f.reg.Stats()
+	assert.Equal(t, 4, st.Asleep)
+	assert.Equal(t, 4, f.reg.Len())
 }

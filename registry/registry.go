@@ -33,8 +33,13 @@ type Config struct {
 	// many it may start at once. Rate 0 turns the per-owner limit off.
 	Rate  rate.Limit
 	Burst int
-	// MaxLive caps the live elicitations of all owners together; 0 means no cap.
-	MaxLive int
+	// MaxLive caps the live elicitations awake (actors, each with its goroutine) of all
+	// owners together; MaxAsleep caps those hibernating (Hibernate, Adopt: no goroutine, a
+	// small stand-in), which cost a tenth as much. Start is refused when either is reached;
+	// a question that hibernates, wakes or is adopted is not a start, and is never refused.
+	// 0 means no cap.
+	MaxLive   int
+	MaxAsleep int
 	// OnEnd, if set, is called once for every elicitation that ends, with its owner and
 	// outcome, on the actor's goroutine after it has left the registry and before its Done
 	// channel closes. It must not block and must not call the elicitation's methods.
@@ -46,7 +51,7 @@ var (
 	// ErrRateLimited: the owner started too many elicitations too quickly. The error is a
 	// *RateLimitError that says when to retry.
 	ErrRateLimited = errors.New("registry: rate limited")
-	// ErrTooManyLive: the global cap on live elicitations is reached.
+	// ErrTooManyLive: a global cap on live elicitations (awake, or asleep) is reached.
 	ErrTooManyLive = errors.New("registry: too many live elicitations")
 	// ErrNotFound: no live elicitation has that id (it may have finished).
 	ErrNotFound = errors.New("registry: no live elicitation with that id")
@@ -73,6 +78,7 @@ type Registry struct {
 	rate    rate.Limit
 	burst   int
 	maxLive int
+	maxAsl  int
 	onEnd   func(string, elicitation.Outcome)
 	env     elicitation.Env // shared by every elicitation this registry starts
 	actors  sync.WaitGroup
@@ -80,6 +86,7 @@ type Registry struct {
 	mu      sync.Mutex
 	closed  bool
 	byID    map[string]entry
+	asleep  int // of byID, the hibernating stand-ins
 	byOwner map[string]*owner
 	sweepAt int // sweep idle owners when a new one would pass this many
 	totals  totals
@@ -128,6 +135,7 @@ func New(cfg Config) *Registry {
 		rate:    cfg.Rate,
 		burst:   cfg.Burst,
 		maxLive: cfg.MaxLive,
+		maxAsl:  cfg.MaxAsleep,
 		onEnd:   cfg.OnEnd,
 		byID:    make(map[string]entry),
 		byOwner: make(map[string]*owner),
@@ -155,9 +163,8 @@ func (r *Registry) Start(ownerID string, spec elicitation.Spec) (*elicitation.El
 	if r.closed {
 		return nil, ErrClosed
 	}
-	if r.maxLive > 0 && len(r.byID) >= r.maxLive {
-		r.totals.tooMany++
-		return nil, fmt.Errorf("%w: %d are live, the limit is %d", ErrTooManyLive, len(r.byID), r.maxLive)
+	if err := r.full(); err != nil {
+		return nil, err
 	}
 	o := r.byOwner[ownerID]
 	if o == nil && len(r.byOwner) >= r.sweepAt {
@@ -185,6 +192,25 @@ func (r *Registry) Start(ownerID string, spec elicitation.Spec) (*elicitation.El
 	o.live[id] = e
 	r.totals.started++
 	return e, nil
+}
+
+// full is ErrTooManyLive, counted, if a cap is reached (r.mu held).
+func (r *Registry) full() error {
+	if awake := len(r.byID) - r.asleep; r.maxLive > 0 && awake >= r.maxLive {
+		r.totals.tooMany++
+		return fmt.Errorf("%w: %d are awake, the limit is %d", ErrTooManyLive, awake, r.maxLive)
+	}
+	if r.maxAsl > 0 && r.asleep >= r.maxAsl {
+		r.totals.tooMany++
+		return fmt.Errorf("%w: %d wait asleep, the limit is %d", ErrTooManyLive, r.asleep, r.maxAsl)
+	}
+	return nil
+}
+
+// sleeping reports whether m is a hibernating stand-in rather than an actor.
+func sleeping(m Member) bool {
+	_, actor := m.(*elicitation.Elicitation)
+	return !actor
 }
 
 // ErrTaken: Resume's id is held by another member.
@@ -232,6 +258,9 @@ func (r *Registry) place(ownerID, id string, newMember func() (Member, error)) e
 	o := r.ownerOf(ownerID)
 	r.byID[id] = entry{m: m, owner: o, name: ownerID}
 	o.live[id] = m
+	if sleeping(m) {
+		r.asleep++
+	}
 	return nil
 }
 
@@ -276,6 +305,9 @@ func (r *Registry) Drop(s Member, o *elicitation.Outcome) bool {
 	}
 	delete(r.byID, s.ID())
 	delete(ent.owner.live, s.ID())
+	if sleeping(s) {
+		r.asleep--
+	}
 	if o != nil {
 		r.count(*o)
 	}
@@ -298,9 +330,8 @@ func (r *Registry) Admits(ownerID string) error {
 	if r.closed {
 		return ErrClosed
 	}
-	if r.maxLive > 0 && len(r.byID) >= r.maxLive {
-		r.totals.tooMany++
-		return fmt.Errorf("%w: %d are live, the limit is %d", ErrTooManyLive, len(r.byID), r.maxLive)
+	if err := r.full(); err != nil {
+		return err
 	}
 	if o := r.byOwner[ownerID]; o != nil && o.limiter != nil && o.limiter.TokensAt(now) < 1 {
 		r.totals.rateLimited++
@@ -346,6 +377,7 @@ func (r *Registry) finished(o elicitation.Outcome) {
 		// Hibernated: its stand-in takes its place; the question has not ended.
 		r.byID[o.ID] = entry{m: ent.sleep, owner: ent.owner, name: ent.name}
 		ent.owner.live[o.ID] = ent.sleep
+		r.asleep++
 		r.mu.Unlock()
 		return
 	}
@@ -488,6 +520,7 @@ func (r *Registry) Close(ctx context.Context, reason elicitation.Reason) error {
 		}
 		delete(r.byID, id)
 		delete(ent.owner.live, id)
+		r.asleep--
 		if rel, ok := ent.m.(interface{ Release() }); ok {
 			rel.Release() // its timer, say
 		}

@@ -11,6 +11,7 @@ type Stats struct {
 	RateLimited uint64            `json:"refused_rate_limited"`
 	TooManyLive uint64            `json:"refused_too_many_live"`
 	Live        map[string]int    `json:"live"`   // by state; every non-terminal state listed
+	Asleep      int               `json:"asleep"` // of the live, those hibernating (no goroutine)
 	Owners      int               `json:"owners"` // owner records kept (live ones and recent idle ones)
 }
 
@@ -18,7 +19,7 @@ type Stats struct {
 func (r *Registry) Stats() Stats {
 	r.mu.Lock()
 	t := r.totals
-	owners := len(r.byOwner)
+	owners, asleep := len(r.byOwner), r.asleep
 	live := make([]Member, 0, len(r.byID))
 	for _, ent := range r.byID {
 		live = append(live, ent.m)
@@ -32,6 +33,7 @@ func (r *Registry) Stats() Stats {
 		RateLimited: t.rateLimited,
 		TooManyLive: t.tooMany,
 		Owners:      owners,
+		Asleep:      asleep,
 		Cancelled:   map[string]uint64{},
 		Live:        map[string]int{elicitation.Pending.String(): 0, elicitation.Active.String(): 0},
 	}

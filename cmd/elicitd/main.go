@@ -237,7 +237,7 @@ func run(args []string, getenv func(string) string, stdin io.Reader, stdout, std
 	}
 	_, stopGC := tuneGC(getenv, cfg.store.kind, cfg.http.addr != "")
 	defer stopGC()
-	tuneMemory(getenv, cfg.memoryLimit)
+	cfg.settleCaps(tuneMemory(getenv, cfg.memoryLimit))
 	// Everything written to stderr from here on goes through one buffer, in order.
 	logw := newLogWriter(stderr, clock.New(), logInterval)
 	defer logw.Close()
@@ -426,7 +426,8 @@ type config struct {
 	maxRounds      int
 	ratePerMinute  int
 	burst          int
-	maxLive        int
+	maxLive        int // 0 until settleCaps: auto
+	maxAsleep      int // 0 until settleCaps: auto
 	maxAnswerBytes int
 	keepalive      time.Duration
 	pullIdle       time.Duration
@@ -462,7 +463,7 @@ func (c config) logHandler(w io.Writer, level slog.Level) slog.Handler {
 
 func (c config) options() options {
 	o := options{Conformance: c.conformance, Tasks: !c.tasksOff,
-		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxRounds: c.maxRounds, MaxLive: c.maxLive,
+		Timeout: c.timeout, MaxAttempts: c.maxAttempts, MaxRounds: c.maxRounds, MaxLive: c.maxLive, MaxAsleep: c.maxAsleep,
 		MaxAnswerBytes: c.maxAnswerBytes, Keepalive: c.keepalive, PullIdle: c.pullIdle, KeepAwake: c.keepAwake, StateKey: []byte(c.stateKey), PageWait: c.pageWait,
 		Linger: c.linger,
 	}
@@ -534,6 +535,19 @@ func text(dst *string) func(string) error {
 	}
 }
 
+// auto is check for a setting that also takes "auto", which leaves its value zero.
+func auto(check func(string) error) func(string) error {
+	return func(s string) error {
+		if strings.TrimSpace(s) == "auto" {
+			return nil
+		}
+		if err := check(s); err != nil {
+			return fmt.Errorf("%v, or auto", err)
+		}
+		return nil
+	}
+}
+
 func intIn[T int | int64](dst *T, lo, hi T) func(string) error {
 	return func(s string) error {
 		var n T
@@ -553,7 +567,8 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"max-rounds", "ELICITD_MAX_ROUNDS", "prompts one question may take in all, follow-ups and re-prompts included; past it the question ends with ELICITATION_TOO_MANY_ROUNDS", "20", intIn(&c.maxRounds, 1, 1000)},
 		{"rate", "ELICITD_RATE", "questions a client session may start per minute (0: no limit)", "10", intIn(&c.ratePerMinute, 0, 1_000_000)},
 		{"burst", "ELICITD_BURST", "questions a client session may start at once", "10", intIn(&c.burst, 1, 1_000_000)},
-		{"max-live", "ELICITD_MAX_LIVE", "open questions across all sessions", "1000", intIn(&c.maxLive, 1, 10_000_000)},
+		{"max-live", "ELICITD_MAX_LIVE", "open questions awake across all sessions (a goroutine each, about 27 KB: 2025-11-25 questions, and 2026-07-28 ones while a request runs or without a store); auto: an eighth of the memory limit at 32 KiB each", "auto", auto(intIn(&c.maxLive, 1, 10_000_000))},
+		{"max-asleep", "ELICITD_MAX_ASLEEP", "open questions hibernating across all sessions (2026-07-28 and tasks with a store: no goroutine, about 2 KB each); auto: half the memory limit at 2.5 KiB each", "auto", auto(intIn(&c.maxAsleep, 1, 100_000_000))},
 		{"max-answer-bytes", "ELICITD_MAX_ANSWER_BYTES", "the largest answer accepted, as JSON (at most half the stdio frame limit, so an answer always fits in a frame)", "1048576", intIn(&c.maxAnswerBytes, 1024, maxFrameBytes/2)},
 		{"keepalive", "ELICITD_KEEPALIVE", "progress notifications while waiting, when the call has a progress token (0: off)", "15s", durationIn(&c.keepalive, 100*time.Millisecond, time.Hour, true)},
 		{"keep-awake", "ELICITD_KEEP_AWAKE", "with a store: keep a 2026-07-28 call's handler running between its rounds, as without one, instead of hibernating it (retries are then forwarded to the node holding it)", "false", boolean(&c.keepAwake)},
@@ -622,7 +637,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		}},
 		{"max-file-bytes", "ELICITD_MAX_FILE_BYTES", "the largest file accepted on elicitd's page", "10485760", intIn(&c.page.maxBytes, 1024, 1<<30)},
 		{"max-held-upload-bytes", "ELICITD_MAX_HELD_UPLOAD_BYTES", "the upload bytes elicitd's page holds at once, for all questions: files being sent and files kept for a re-send; a send over it is refused (413); at most --memory-limit less 64 MiB", "134217728", intIn(&c.page.maxHeld, 1<<20, 1<<40)},
-		{"memory-limit", "ELICITD_MEMORY_LIMIT", "bytes: the Go runtime's soft memory limit, near which it collects garbage as often as it must (GOMEMLIMIT, when set, wins)", "268435456", intIn(&c.memoryLimit, 64<<20, 1<<42)},
+		{"memory-limit", "ELICITD_MEMORY_LIMIT", "bytes: the Go runtime's soft memory limit, near which it collects garbage as often as it must (GOMEMLIMIT, when set, wins); auto: three quarters of the cgroup's memory limit, else a quarter of the machine's memory, else 256 MiB, and at least --max-held-upload-bytes and 64 MiB more", "auto", auto(intIn(&c.memoryLimit, 64<<20, 1<<42))},
 		{"drain-wait", "ELICITD_DRAIN_WAIT", "with --http: after SIGTERM or SIGINT, how long the node serves on while GET /readyz answers 503, so that a load balancer stops sending it requests before it refuses them (0: stop at once)", "0", durationIn(&c.http.drainWait, 100*time.Millisecond, 5*time.Minute, true)},
 		{"session-idle", "ELICITD_SESSION_IDLE", "with --http: a 2025-11-25 session whose client has sent nothing for this long ends, and its open questions end client_gone (a session with a call waiting on a person is not idle)", "30m", durationIn(&c.http.sessionIdle, time.Second, 24*time.Hour, false)},
 		{"max-sessions", "ELICITD_MAX_SESSIONS", "with --http: live 2025-11-25 sessions in all; an initialize over it gets a JSON-RPC error", "5000", intIn(&c.http.maxSessions, 1, 10_000_000)},
@@ -741,6 +756,9 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 	}
 	if err := c.webhooks.settle(getenv("ELICITD_WEBHOOK_SECRET")); err != nil {
 		return c, err
+	}
+	if c.memoryLimit == 0 {
+		c.memoryLimit = max(autoMemoryLimit(readSystemFile), c.page.maxHeld+64<<20)
 	}
 	if c.page.maxHeld > c.memoryLimit-64<<20 {
 		return c, fmt.Errorf("--max-held-upload-bytes (%d) must leave at least 64 MiB under --memory-limit (%d): raise the limit with it", c.page.maxHeld, c.memoryLimit)

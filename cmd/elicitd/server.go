@@ -31,7 +31,8 @@ type options struct {
 	MaxRounds      int           // prompts per question, follow-ups included; 20
 	Rate           rate.Limit    // questions a client session may start per second; 0: no limit
 	Burst          int           // with Rate
-	MaxLive        int           // live questions across all sessions; 0: no cap
+	MaxLive        int           // questions awake across all sessions; 0: no cap
+	MaxAsleep      int           // questions hibernating across all sessions; 0: no cap
 	MaxAnswerBytes int           // the largest answer ask_user accepts; 1 MiB
 	Keepalive      time.Duration // push era: progress notifications while waiting, if the call has a token; 0: none
 	PullIdle       time.Duration // see ask.Options.PullIdle
@@ -103,7 +104,7 @@ func newServer(o options, version string) *server {
 		Instructions: "elicitd asks the person using this client for what a tool is missing, through forms (MCP elicitation). Use ask_user to ask a structured question.",
 	}), pages: o.Pages, opts: o, log: o.Logger}
 	s.el = ask.New(s.mcp, ask.Options{Clock: o.Clock, Timeout: o.Timeout, MaxAttempts: o.MaxAttempts, MaxRounds: o.MaxRounds,
-		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, Keepalive: o.Keepalive, PullIdle: o.PullIdle, KeepAwake: o.KeepAwake,
+		Rate: o.Rate, Burst: o.Burst, MaxLive: o.MaxLive, MaxAsleep: o.MaxAsleep, Keepalive: o.Keepalive, PullIdle: o.PullIdle, KeepAwake: o.KeepAwake,
 		StateKey: o.StateKey, Logger: o.Logger, Owner: o.Owner, Pages: o.Pages, PageWait: o.PageWait, Store: o.Store,
 		RecordBehind: o.RecordBehind, Linger: o.Linger, OnEndErr: o.OnEnd, MoreStats: o.MoreStats})
 	set := o.Templates

@@ -1,0 +1,66 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"math"
+	"os"
+	"strconv"
+	"strings"
+)
+
+// What a question costs a node, as measured (docs/settings.md): awake, an actor and its
+// handler's goroutine, about 27 KB; hibernating, its stand-in and timer, about 2 KB of the
+// process's RSS. The automatic caps budget a little more for each.
+const (
+	awakeBytes  = 32 << 10
+	asleepBytes = 5 << 9 // 2.5 KiB
+)
+
+// readSystemFile reads what autoMemoryLimit looks at; tests replace it.
+var readSystemFile = os.ReadFile
+
+// autoMemoryLimit is --memory-limit's auto: three quarters of the cgroup's memory limit
+// (cgroup v2's memory.max, v1's memory.limit_in_bytes), which leaves room for what the
+// runtime does not count (stacks in use, the store's pages); else a quarter of the
+// machine's memory (MemTotal); else 256 MiB. At least 64 MiB.
+func autoMemoryLimit(read func(string) ([]byte, error)) int64 {
+	const floor, fallback = 64 << 20, 256 << 20
+	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
+		b, err := read(path)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || n <= 0 || n >= 1<<60 {
+			continue // "max", or v1's "no limit" (a page-rounded MaxInt64)
+		}
+		return max(n/4*3, floor)
+	}
+	if b, err := read("/proc/meminfo"); err == nil {
+		sc := bufio.NewScanner(bytes.NewReader(b))
+		for sc.Scan() {
+			f := strings.Fields(sc.Text())
+			if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
+				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 {
+					return max(kb<<10/4, floor)
+				}
+			}
+		}
+	}
+	return fallback
+}
+
+// settleCaps sets --max-live and --max-asleep where they are auto, from limit, the memory
+// limit in force: an eighth of it for the questions awake, half for those asleep.
+func (c *config) settleCaps(limit int64) {
+	if limit <= 0 || limit == math.MaxInt64 {
+		limit = c.memoryLimit // GOMEMLIMIT=off: the setting's own figure
+	}
+	if c.maxLive == 0 {
+		c.maxLive = int(min(max(limit/8/awakeBytes, 100), 10_000_000))
+	}
+	if c.maxAsleep == 0 {
+		c.maxAsleep = int(min(max(limit/2/asleepBytes, 1000), 100_000_000))
+	}
+}

@@ -1,0 +1,76 @@
+package main
+
+import (
+	"io/fs"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+// files is a machine's files as autoMemoryLimit reads them.
+func files(m map[string]string) func(string) ([]byte, error) {
+	return func(p string) ([]byte, error) {
+		if v, ok := m[p]; ok {
+			return []byte(v), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+}
+
+func TestTheMemoryLimitFollowsTheMachine(t *testing.T) {
+	const meminfo = "MemTotal:        8000000 kB\nMemFree:         1000 kB\n"
+	for _, c := range []struct {
+		name  string
+		files map[string]string
+		want  int64
+	}{
+		{"a cgroup v2 limit", map[string]string{"/sys/fs/cgroup/memory.max": "1073741824\n", "/proc/meminfo": meminfo}, 768 << 20},
+		{"v2 without a limit: the machine's memory", map[string]string{"/sys/fs/cgroup/memory.max": "max\n", "/proc/meminfo": meminfo}, 8000000 << 10 / 4},
+		{"a cgroup v1 limit", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "536870912\n"}, 384 << 20},
+		{"v1 without a limit", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n", "/proc/meminfo": meminfo}, 8000000 << 10 / 4},
+		{"a tiny container: the floor", map[string]string{"/sys/fs/cgroup/memory.max": "33554432"}, 64 << 20},
+		{"nothing readable", nil, 256 << 20},
+		{"unreadable figures", map[string]string{"/sys/fs/cgroup/memory.max": "lots", "/proc/meminfo": "MemTotal: many kB\n"}, 256 << 20},
+	} {
+		assert.Equal(t, c.want, autoMemoryLimit(files(c.files)), c.name)
+	}
+}
+
+func TestTheCapsFollowTheMemoryLimitUnlessSet(t *testing.T) {
+	old := readSystemFile
+	t.Cleanup(func() { readSystemFile = old })
+	readSystemFile = files(map[string]string{"/sys/fs/cgroup/memory.max": "1073741824"})
+	env := func(string) string { return "" }
+
+	c, err := parseConfig(nil, env, nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, 768<<20, c.memoryLimit, "three quarters of the container's")
+	c.settleCaps(c.memoryLimit)
+	assert.Equal(t, 3072, c.maxLive)
+	assert.Equal(t, 157286, c.maxAsleep)
+
+	c, err = parseConfig([]string{"--max-live", "5", "--max-asleep", "7", "--memory-limit", "268435456"}, env, nil)
+	require.NoError(t, err)
+	c.settleCaps(c.memoryLimit)
+	assert.Equal(t, 5, c.maxLive)
+	assert.Equal(t, 7, c.maxAsleep)
+	assert.EqualValues(t, 256<<20, c.memoryLimit)
+
+	// The limit in force (GOMEMLIMIT's, when set) is what the caps follow.
+	c, err = parseConfig(nil, env, nil)
+	require.NoError(t, err)
+	c.settleCaps(512 << 20)
+	assert.Equal(t, 2048, c.maxLive)
+	assert.Equal(t, 104857, c.maxAsleep)
+
+	// A small container still leaves the upload budget 64 MiB under the limit.
+	readSystemFile = files(map[string]string{"/sys/fs/cgroup/memory.max": "134217728"})
+	c, err = parseConfig(nil, env, nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, 192<<20, c.memoryLimit, "128 MiB held, and 64 MiB more")
+
+	_, err = parseConfig([]string{"--max-asleep", "lots"}, env, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--max-asleep must be a whole number between 1 and 100000000, got \"lots\", or auto")
+}
