@@ -213,10 +213,12 @@ func (c *client) taskCommand(ctx context.Context, cs *mcp.ClientSession) int {
 	return c.follow(ctx, cs, id)
 }
 
-// pendingTasks are the ids of the tasks elicit follows for one server, in a file of the
-// user's config directory (elicit/tasks/ and a digest of the URL), written whole by a
-// rename. Without a config directory nothing is kept.
-type pendingTasks struct{ file string }
+// pendingTasks are the ids of the tasks elicit follows for one server: a file for each,
+// named by a digest of the id and holding it, in a directory of the user's config directory
+// (elicit/tasks/ and a digest of the URL). One file a task, written by a rename, so that
+// elicits following tasks at once (one per terminal) never write over each other's. Without
+// a config directory nothing is kept.
+type pendingTasks struct{ dir string }
 
 func (c *client) pending() *pendingTasks {
 	config, err := os.UserConfigDir()
@@ -224,48 +226,35 @@ func (c *client) pending() *pendingTasks {
 		return &pendingTasks{}
 	}
 	sum := sha256.Sum256([]byte(c.inv.url))
-	return &pendingTasks{file: filepath.Join(config, "elicit", "tasks", hex.EncodeToString(sum[:8])+".json")}
+	return &pendingTasks{dir: filepath.Join(config, "elicit", "tasks", hex.EncodeToString(sum[:8]))}
 }
 
-func (p *pendingTasks) load() []string {
-	if p.file == "" {
-		return nil
-	}
-	var ids []string
-	if data, err := os.ReadFile(p.file); err == nil {
-		_ = json.Unmarshal(data, &ids)
-	}
-	return ids
-}
-
-func (p *pendingTasks) save(ids []string) {
-	if p.file == "" {
-		return
-	}
-	if err := os.MkdirAll(filepath.Dir(p.file), 0o700); err != nil {
-		return
-	}
-	data, err := json.Marshal(ids)
-	if err != nil {
-		return
-	}
-	tmp := p.file + ".tmp"
-	if os.WriteFile(tmp, data, 0o600) == nil {
-		_ = os.Rename(tmp, p.file)
-	}
+// file is where task id is kept.
+func (p *pendingTasks) file(id string) string {
+	sum := sha256.Sum256([]byte(id))
+	return filepath.Join(p.dir, hex.EncodeToString(sum[:16]))
 }
 
 func (p *pendingTasks) add(id string) {
-	ids := p.load()
-	if !slices.Contains(ids, id) {
-		p.save(append(ids, id))
+	if p.dir == "" || os.MkdirAll(p.dir, 0o700) != nil {
+		return
+	}
+	tmp, err := os.CreateTemp(p.dir, ".new-*")
+	if err != nil {
+		return
+	}
+	_, err = tmp.WriteString(id)
+	if err = errors.Join(err, tmp.Close()); err == nil {
+		err = os.Rename(tmp.Name(), p.file(id))
+	}
+	if err != nil {
+		_ = os.Remove(tmp.Name())
 	}
 }
 
 func (p *pendingTasks) remove(id string) {
-	ids := p.load()
-	if i := slices.Index(ids, id); i >= 0 {
-		p.save(slices.Delete(ids, i, i+1))
+	if p.dir != "" {
+		_ = os.Remove(p.file(id))
 	}
 }
 

@@ -1,10 +1,11 @@
 package main
 
 import (
-	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,15 +17,13 @@ var taskLine = regexp.MustCompile(`made the call task (\S+); if elicit stops, go
 // pendingIDs reads the ids elicit keeps for its unfinished tasks, in config.
 func pendingIDs(t *testing.T, config string) []string {
 	t.Helper()
-	files, err := filepath.Glob(filepath.Join(config, "elicit", "tasks", "*.json"))
+	files, err := filepath.Glob(filepath.Join(config, "elicit", "tasks", "*", "*"))
 	require.NoError(t, err)
 	var ids []string
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		require.NoError(t, err)
-		var some []string
-		require.NoError(t, json.Unmarshal(data, &some))
-		ids = append(ids, some...)
+		ids = append(ids, string(data))
 	}
 	return ids
 }
@@ -79,4 +78,26 @@ func TestTasksResumedAndCancelled(t *testing.T) {
 	r = runElicitEnv(t, env, "task", "resume", "X", "--", "elicitd")
 	assert.Equal(t, 2, r.code)
 	assert.Contains(t, r.stderr, "task needs --url")
+}
+
+// Several elicits following tasks of one server at once (one per terminal, say) keep every
+// task's id: none is lost to another's write of the same list.
+func TestPendingTasksKeptByConcurrentElicits(t *testing.T) {
+	config := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", config)
+	c := &client{inv: &invocation{url: "http://127.0.0.1:1/mcp"}}
+	var wg sync.WaitGroup
+	var want []string
+	for i := range 40 {
+		id := fmt.Sprintf("TASK%02d", i)
+		want = append(want, id)
+		wg.Go(func() { c.pending().add(id) })
+	}
+	wg.Wait()
+	assert.ElementsMatch(t, want, pendingIDs(t, config), "every id kept")
+	for _, id := range want[:20] {
+		wg.Go(func() { c.pending().remove(id) })
+	}
+	wg.Wait()
+	assert.ElementsMatch(t, want[20:], pendingIDs(t, config), "only the removed ones gone")
 }
