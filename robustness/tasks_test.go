@@ -13,6 +13,8 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/tasks"
 )
 
 // Task clients: clients of the MCP Tasks extension, each running ask_user's question as a
@@ -23,53 +25,19 @@ import (
 
 var taskClients = flag.Int("robustness.task-clients", 0, "of the clients, how many run their questions as MCP tasks")
 
-const tasksExtension = "io.modelcontextprotocol/tasks"
-
-type taskIDParams struct {
-	mcp.ParamsBase
-	TaskID string `json:"taskId"`
-}
-
-type taskUpdateParams struct {
-	mcp.ParamsBase
-	TaskID         string         `json:"taskId"`
-	InputResponses map[string]any `json:"inputResponses"`
-}
-
-type taskAck struct {
-	mcp.ResultBase
-}
-
-type detailedTask struct {
-	mcp.ResultBase
-	Status        string                     `json:"status"`
-	InputRequests map[string]json.RawMessage `json:"inputRequests"`
-	Result        *mcp.CallToolResult        `json:"result"`
-	Error         *struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // taskSession is the client's session with node i that declares the extension.
 func (c *client) taskSession(ctx context.Context, i int) (*mcp.ClientSession, error) {
 	if s := c.tasks[i]; s != nil {
 		return s, nil
 	}
-	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
-	caps.AddExtension(tasksExtension, map[string]any{})
+	caps := tasks.Declare(&mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}})
 	cl := mcp.NewClient(&mcp.Implementation{Name: "robustness-tasks", Version: "1"}, &mcp.ClientOptions{
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, Capabilities: caps,
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return nil, errors.New("answered by the test")
 		}})
-	for _, err := range []error{
-		mcp.AddSendingCustomMethod[*taskIDParams, *detailedTask](cl, "tasks/get"),
-		mcp.AddSendingCustomMethod[*taskUpdateParams, *taskAck](cl, "tasks/update"),
-	} {
-		if err != nil {
-			return nil, err
-		}
+	if err := tasks.AddClientMethods(cl); err != nil {
+		return nil, err
 	}
 	cctx, cancel := context.WithTimeout(ctx, attemptTimeout)
 	defer cancel()
@@ -134,9 +102,7 @@ func (c *client) taskQuestion(key string) *question {
 		if err != nil {
 			return false, err
 		}
-		related, _ := res.Meta["io.modelcontextprotocol/related-task"].(map[string]any)
-		id, _ = related["taskId"].(string)
-		if id == "" {
+		if id = tasks.TaskOf(res); id == "" {
 			return false, fmt.Errorf("not a task: %+v", res.StructuredContent)
 		}
 		return true, nil
@@ -146,12 +112,12 @@ func (c *client) taskQuestion(key string) *question {
 	}
 	// poll polls until the task is input_required (its one key, and the fields its form
 	// asks) or ends.
-	poll := func(what string) (*detailedTask, error) {
-		var d *detailedTask
+	poll := func(what string) (*tasks.Detailed, error) {
+		var d *tasks.Detailed
 		for start := time.Now(); time.Since(start) < giveUp; time.Sleep(100 * time.Millisecond) {
 			err := c.taskSend(q, what, func(ctx context.Context, s *mcp.ClientSession) (bool, error) {
 				var err error
-				d, err = mcp.CallCustomMethod[*taskIDParams, *detailedTask](ctx, s, "tasks/get", &taskIDParams{TaskID: id})
+				d, err = tasks.Get(ctx, s, id)
 				var je *jsonrpc.Error
 				if errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams {
 					return true, err // no such task: definite
@@ -167,7 +133,7 @@ func (c *client) taskQuestion(key string) *question {
 		}
 		return nil, fmt.Errorf("%s: still working after %s", what, giveUp)
 	}
-	answer := func(what string, d *detailedTask, content map[string]any) (string, error) {
+	answer := func(what string, d *tasks.Detailed, content map[string]any) (string, error) {
 		if d.Status != "input_required" || len(d.InputRequests) != 1 {
 			return "", fmt.Errorf("%s: the task is %s with %d input requests (%+v)", what, d.Status, len(d.InputRequests), d.Error)
 		}
@@ -190,8 +156,7 @@ func (c *client) taskQuestion(key string) *question {
 			fields = strings.Join(names, ",")
 		}
 		err := c.taskSend(q, what, func(ctx context.Context, s *mcp.ClientSession) (bool, error) {
-			_, err := mcp.CallCustomMethod[*taskUpdateParams, *taskAck](ctx, s, "tasks/update",
-				&taskUpdateParams{TaskID: id, InputResponses: map[string]any{key: map[string]any{"action": "accept", "content": content}}})
+			err := tasks.Update(ctx, s, id, map[string]any{key: map[string]any{"action": "accept", "content": content}})
 			var je *jsonrpc.Error
 			if errors.As(err, &je) && je.Code == jsonrpc.CodeInvalidParams {
 				return true, err

@@ -37,6 +37,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/elicitd/elicitd/ask"
+	"github.com/elicitd/elicitd/tasks"
 )
 
 // version is elicit's version, reported to servers in initialize.
@@ -485,14 +486,14 @@ func (c *client) run(ctx context.Context) int {
 		Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}, URL: &mcp.URLElicitationCapabilities{}},
 	}
 	if !c.inv.noTasks {
-		caps.AddExtension(tasksExtension, map[string]any{})
+		tasks.Declare(caps)
 	}
 	cl := mcp.NewClient(&mcp.Implementation{Name: "elicit", Version: version}, &mcp.ClientOptions{
 		ElicitationHandler:         c.elicit,
 		ElicitationCompleteHandler: c.pageSent,
 		Capabilities:               caps,
 	})
-	if err := addTaskMethods(cl); err != nil {
+	if err := tasks.AddClientMethods(cl); err != nil {
 		c.fail("%v", err)
 		return 1
 	}
@@ -648,7 +649,7 @@ func (c *client) call(ctx context.Context, cs *mcp.ClientSession, tail *stderrTa
 		c.showTail(tail)
 		return 1
 	}
-	if id := taskOf(res); id != "" {
+	if id := tasks.TaskOf(res); id != "" {
 		return c.follow(ctx, cs, id)
 	}
 	printResult(c.stdout, res)

@@ -22,59 +22,9 @@ import (
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/elicitd/elicitd/tasks"
 )
-
-// tasksExtension is the extension's name, under capabilities.extensions.
-const tasksExtension = "io.modelcontextprotocol/tasks"
-
-// relatedTask is the _meta key under which elicitd's CreateTaskResult repeats its taskId:
-// go-sdk decodes a tools/call result into its CallToolResult, which keeps only _meta.
-const relatedTask = "io.modelcontextprotocol/related-task"
-
-type taskIDParams struct {
-	mcp.ParamsBase
-	TaskID string `json:"taskId"`
-}
-
-type taskUpdateParams struct {
-	mcp.ParamsBase
-	TaskID         string                       `json:"taskId"`
-	InputResponses map[string]*mcp.ElicitResult `json:"inputResponses"`
-}
-
-type taskAck struct {
-	mcp.ResultBase
-}
-
-type detailedTask struct {
-	mcp.ResultBase
-	TaskID         string                     `json:"taskId"`
-	Status         string                     `json:"status"`
-	StatusMessage  string                     `json:"statusMessage"`
-	PollIntervalMs int64                      `json:"pollIntervalMs"`
-	InputRequests  map[string]json.RawMessage `json:"inputRequests"`
-	Result         *mcp.CallToolResult        `json:"result"`
-	Error          *struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
-// addTaskMethods registers the extension's methods on cl.
-func addTaskMethods(cl *mcp.Client) error {
-	return errors.Join(
-		mcp.AddSendingCustomMethod[*taskIDParams, *detailedTask](cl, "tasks/get"),
-		mcp.AddSendingCustomMethod[*taskUpdateParams, *taskAck](cl, "tasks/update"),
-		mcp.AddSendingCustomMethod[*taskIDParams, *taskAck](cl, "tasks/cancel"),
-	)
-}
-
-// taskOf is the id of the task res is, or "".
-func taskOf(res *mcp.CallToolResult) string {
-	related, _ := res.Meta[relatedTask].(map[string]any)
-	id, _ := related["taskId"].(string)
-	return id
-}
 
 // follow follows task id until it ends, and prints its result as call does: exit 0 for a
 // completed task whose tool did not report an error.
@@ -84,9 +34,9 @@ func (c *client) follow(ctx context.Context, cs *mcp.ClientSession, id string) i
 	fmt.Fprintf(c.stderr, "%s made the call task %s; if elicit stops, go on with: elicit --url %s task resume %s\n",
 		c.server, id, c.inv.url, id)
 	for {
-		var d *detailedTask
+		var d *tasks.Detailed
 		err := c.retrying(ctx, func() (err error) {
-			d, err = mcp.CallCustomMethod[*taskIDParams, *detailedTask](ctx, cs, "tasks/get", &taskIDParams{TaskID: id})
+			d, err = tasks.Get(ctx, cs, id)
 			return err
 		})
 		if err != nil {
@@ -141,8 +91,8 @@ func (c *client) follow(ctx context.Context, cs *mcp.ClientSession, id string) i
 }
 
 // answerTask shows the forms task id waits on, in key order, and sends the answers.
-func (c *client) answerTask(ctx context.Context, cs *mcp.ClientSession, id string, d *detailedTask) error {
-	answers := map[string]*mcp.ElicitResult{}
+func (c *client) answerTask(ctx context.Context, cs *mcp.ClientSession, id string, d *tasks.Detailed) error {
+	answers := map[string]any{}
 	keys := slices.Sorted(func(yield func(string) bool) {
 		for k := range d.InputRequests {
 			if !yield(k) {
@@ -166,10 +116,7 @@ func (c *client) answerTask(ctx context.Context, cs *mcp.ClientSession, id strin
 		}
 		answers[k] = res
 	}
-	return c.retrying(ctx, func() error {
-		_, err := mcp.CallCustomMethod[*taskUpdateParams, *taskAck](ctx, cs, "tasks/update", &taskUpdateParams{TaskID: id, InputResponses: answers})
-		return err
-	})
+	return c.retrying(ctx, func() error { return tasks.Update(ctx, cs, id, answers) })
 }
 
 // retrying runs op until it succeeds, fails for good (a JSON-RPC error saying the request
@@ -202,7 +149,7 @@ func (c *client) retrying(ctx context.Context, op func() error) error {
 func (c *client) taskCommand(ctx context.Context, cs *mcp.ClientSession) int {
 	id := c.inv.taskID
 	if c.inv.taskOp == "cancel" {
-		if _, err := mcp.CallCustomMethod[*taskIDParams, *taskAck](ctx, cs, "tasks/cancel", &taskIDParams{TaskID: id}); err != nil {
+		if err := tasks.Cancel(ctx, cs, id); err != nil {
 			c.fail("cancelling task %s: %v", id, err)
 			return 1
 		}

@@ -27,7 +27,7 @@ func BenchmarkTaskPoll(b *testing.B) {
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return nil, errors.New("not asked")
 		}})
-	if err := mcp.AddSendingCustomMethod[*taskIDParams, *detailedTask](client, "tasks/get"); err != nil {
+	if err := mcp.AddSendingCustomMethod[*tasks.IDParams, *tasks.Detailed](client, "tasks/get"); err != nil {
 		b.Fatal(err)
 	}
 	cs, err := client.Connect(ctx, httpTransport(s, nil), &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
@@ -69,7 +69,7 @@ func BenchmarkTaskPoll(b *testing.B) {
 		// 2026-07-28 has no ping: a 2025-11-25 session's.
 		"ping": {1, func() error { return old.Ping(ctx, nil) }},
 		"get": {1, func() error {
-			d, err := mcp.CallCustomMethod[*taskIDParams, *detailedTask](ctx, cs, "tasks/get", &taskIDParams{TaskID: id})
+			d, err := mcp.CallCustomMethod[*tasks.IDParams, *tasks.Detailed](ctx, cs, "tasks/get", &tasks.IDParams{TaskID: id})
 			if err == nil && d.Status != tasks.InputRequired {
 				err = errors.New("the task is " + d.Status)
 			}

@@ -18,45 +18,11 @@ import (
 	"github.com/elicitd/elicitd/tasks"
 )
 
-// The Tasks extension's methods, as a go-sdk client sends them (custom methods).
-type taskIDParams struct {
-	mcp.ParamsBase
-	TaskID string `json:"taskId"`
-}
-
-type taskUpdateParams struct {
-	mcp.ParamsBase
-	TaskID         string         `json:"taskId"`
-	InputResponses map[string]any `json:"inputResponses"`
-}
-
-type taskAck struct {
-	mcp.ResultBase
-	ResultType string `json:"resultType"`
-}
-
-type detailedTask struct {
-	mcp.ResultBase
-	ResultType     string                     `json:"resultType"`
-	TaskID         string                     `json:"taskId"`
-	Status         string                     `json:"status"`
-	TTLMs          int64                      `json:"ttlMs"`
-	PollIntervalMs int64                      `json:"pollIntervalMs"`
-	InputRequests  map[string]json.RawMessage `json:"inputRequests"`
-	Result         *mcp.CallToolResult        `json:"result"`
-	Error          *struct {
-		Code    int64  `json:"code"`
-		Message string `json:"message"`
-	} `json:"error"`
-}
-
 // taskClient is a go-sdk client session that speaks the extension.
 type taskClient struct{ cs *mcp.ClientSession }
 
 func tasksCaps() *mcp.ClientCapabilities {
-	caps := &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}}
-	caps.AddExtension(tasks.Extension, map[string]any{})
-	return caps
+	return tasks.Declare(&mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{Form: &mcp.FormElicitationCapabilities{}}})
 }
 
 // newTaskClient is a 2026-07-28 go-sdk client that declares the extension and answers input
@@ -68,9 +34,7 @@ func newTaskClient(t *testing.T, transport mcp.Transport) *taskClient {
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
 			return nil, errors.New("answered by the test, through tasks/update")
 		}})
-	require.NoError(t, mcp.AddSendingCustomMethod[*taskIDParams, *detailedTask](client, "tasks/get"))
-	require.NoError(t, mcp.AddSendingCustomMethod[*taskUpdateParams, *taskAck](client, "tasks/update"))
-	require.NoError(t, mcp.AddSendingCustomMethod[*taskIDParams, *taskAck](client, "tasks/cancel"))
+	require.NoError(t, tasks.AddClientMethods(client))
 	cs, err := client.Connect(timeout(t), transport, &mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close() })
@@ -86,26 +50,24 @@ func (c *taskClient) call(t *testing.T, tool string, args map[string]any) (strin
 	t.Helper()
 	res, err := c.cs.CallTool(timeout(t), &mcp.CallToolParams{Name: tool, Arguments: args})
 	require.NoError(t, err)
-	related, _ := res.Meta[tasks.RelatedTask].(map[string]any)
-	id, _ := related["taskId"].(string)
-	return id, res
+	return tasks.TaskOf(res), res
 }
 
-func (c *taskClient) get(t *testing.T, id string) *detailedTask {
+func (c *taskClient) get(t *testing.T, id string) *tasks.Detailed {
 	t.Helper()
-	d, err := mcp.CallCustomMethod[*taskIDParams, *detailedTask](timeout(t), c.cs, "tasks/get", &taskIDParams{TaskID: id})
+	d, err := mcp.CallCustomMethod[*tasks.IDParams, *tasks.Detailed](timeout(t), c.cs, "tasks/get", &tasks.IDParams{TaskID: id})
 	require.NoError(t, err)
 	return d
 }
 
 // until polls task id until its status is want, or a terminal one.
-func (c *taskClient) until(t *testing.T, id, want string) *detailedTask {
+func (c *taskClient) until(t *testing.T, id, want string) *tasks.Detailed {
 	t.Helper()
-	var d *detailedTask
+	var d *tasks.Detailed
 	require.Eventually(t, func() bool {
 		ctx, cancel := context.WithTimeout(context.Background(), failsafe)
 		defer cancel()
-		got, err := mcp.CallCustomMethod[*taskIDParams, *detailedTask](ctx, c.cs, "tasks/get", &taskIDParams{TaskID: id})
+		got, err := mcp.CallCustomMethod[*tasks.IDParams, *tasks.Detailed](ctx, c.cs, "tasks/get", &tasks.IDParams{TaskID: id})
 		if err != nil {
 			return false // a slow or failed look is looked at again
 		}
@@ -117,7 +79,7 @@ func (c *taskClient) until(t *testing.T, id, want string) *detailedTask {
 
 func (c *taskClient) update(t *testing.T, id string, answers map[string]any) {
 	t.Helper()
-	a, err := mcp.CallCustomMethod[*taskUpdateParams, *taskAck](timeout(t), c.cs, "tasks/update", &taskUpdateParams{TaskID: id, InputResponses: answers})
+	a, err := mcp.CallCustomMethod[*tasks.UpdateParams, *tasks.Ack](timeout(t), c.cs, "tasks/update", &tasks.UpdateParams{TaskID: id, InputResponses: answers})
 	require.NoError(t, err)
 	assert.Equal(t, "complete", a.ResultType)
 }
@@ -182,7 +144,7 @@ func TestAQuestionAsATask(t *testing.T) {
 			if other != nil {
 				// Another caller gets what an id that never existed gets.
 				oc := other(t)
-				_, err := mcp.CallCustomMethod[*taskIDParams, *detailedTask](timeout(t), oc.cs, "tasks/get", &taskIDParams{TaskID: id})
+				_, err := mcp.CallCustomMethod[*tasks.IDParams, *tasks.Detailed](timeout(t), oc.cs, "tasks/get", &tasks.IDParams{TaskID: id})
 				var je *jsonrpc.Error
 				require.True(t, errors.As(err, &je), "%v", err)
 				assert.Equal(t, int64(jsonrpc.CodeInvalidParams), je.Code)
@@ -208,7 +170,7 @@ func TestAQuestionAsATask(t *testing.T) {
 			assert.Contains(t, string(raw), `"age":36`)
 
 			// Cancel on a finished task: the same empty ack, and it stays completed.
-			a, err := mcp.CallCustomMethod[*taskIDParams, *taskAck](timeout(t), c.cs, "tasks/cancel", &taskIDParams{TaskID: id})
+			a, err := mcp.CallCustomMethod[*tasks.IDParams, *tasks.Ack](timeout(t), c.cs, "tasks/cancel", &tasks.IDParams{TaskID: id})
 			require.NoError(t, err)
 			assert.Equal(t, "complete", a.ResultType)
 			assert.Equal(t, tasks.Completed, c.get(t, id).Status)
@@ -329,7 +291,7 @@ func TestATaskOnThreeNodes(t *testing.T) {
 	assert.JSONEq(t, `{"name":"Ada","age":36}`, mustField(t, raw, "data"), "the valid name kept across nodes")
 
 	other, _ := a.call(t, "ask_user", ageArgs)
-	_, err = mcp.CallCustomMethod[*taskIDParams, *taskAck](timeout(t), c.cs, "tasks/cancel", &taskIDParams{TaskID: other})
+	_, err = mcp.CallCustomMethod[*tasks.IDParams, *tasks.Ack](timeout(t), c.cs, "tasks/cancel", &tasks.IDParams{TaskID: other})
 	require.NoError(t, err)
 	for _, n := range clients {
 		assert.Equal(t, tasks.Cancelled, n.get(t, other).Status)
@@ -362,7 +324,7 @@ func TestATaskOutlivesARestart(t *testing.T) {
 	assert.False(t, d.Result.IsError, "%+v", d.Result)
 }
 
-func onlyKey(t *testing.T, d *detailedTask) string {
+func onlyKey(t *testing.T, d *tasks.Detailed) string {
 	t.Helper()
 	require.Len(t, d.InputRequests, 1, "%+v", d)
 	for k := range d.InputRequests {
