@@ -16,7 +16,6 @@ import (
 	"github.com/elicitd/elicitd/ask"
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/store"
-	"github.com/elicitd/elicitd/store/memory"
 	"github.com/elicitd/elicitd/tasks"
 	"github.com/elicitd/elicitd/validator"
 )
@@ -90,37 +89,14 @@ func (n *askNode) connect(t *testing.T) *mcp.ClientSession {
 // once, on B, and answers; the question A's call named is kept from being written when A's
 // call gets that far, and no end is told for it.
 func TestAFirstCallMadeAgainAsksThePersonOnce(t *testing.T) {
-	clkA, clkB := clock.NewMock(), clock.NewMock()
-	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	clkA.Set(start)
-	clkB.Set(start)
-	mem := memory.New(memory.Options{Clock: clkB})
-	t.Cleanup(func() { require.NoError(t, mem.Close()) })
+	clkA, clkB, mem := twoClocks(t)
 	hold := make(chan struct{})
 	a, b := newAskNode(t, "a", clkA, mem, hold), newAskNode(t, "b", clkB, mem, nil)
 	ca, cb := a.connect(t), b.connect(t)
 
-	type out struct {
-		res *mcp.CallToolResult
-		err error
-	}
-	done := make(chan out, 1)
-	go func() {
-		res, err := ca.CallTool(ctxT(t), &mcp.CallToolParams{Name: "who", Arguments: map[string]any{}})
-		done <- out{res, err}
-	}()
-	var o out
-	require.Eventually(t, func() bool {
-		select {
-		case o = <-done:
-			return true
-		default:
-			clkA.Add(50 * time.Millisecond) // the window is 250 ms
-			return false
-		}
-	}, bound, time.Millisecond)
-	require.NoError(t, o.err)
-	id := tasks.TaskOf(o.res)
+	res, err := callPastWindow(t, clkA, ca, "who")
+	require.NoError(t, err)
+	id := tasks.TaskOf(res)
 	require.NotEmpty(t, id, "working past the window: a task")
 
 	// A dies: its clock stops, so its beats end. B takes the task over after 30 s of silence.

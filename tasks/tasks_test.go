@@ -324,13 +324,24 @@ func ctxT(t *testing.T) context.Context {
 // until the call has answered.
 func (f *fixture) call(t *testing.T, c *client, tool string) (string, *mcp.CallToolResult, error) {
 	t.Helper()
+	res, err := callPastWindow(t, f.clk, c.cs, tool)
+	if err != nil {
+		return "", nil, err
+	}
+	return tasks.TaskOf(res), res, nil
+}
+
+// callPastWindow calls tool on cs, moving clk on until the call returns (the window is
+// 250 ms).
+func callPastWindow(t *testing.T, clk *clock.Mock, cs *mcp.ClientSession, tool string) (*mcp.CallToolResult, error) {
+	t.Helper()
 	type out struct {
 		res *mcp.CallToolResult
 		err error
 	}
 	done := make(chan out, 1)
 	go func() {
-		res, err := c.cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
+		res, err := cs.CallTool(ctxT(t), &mcp.CallToolParams{Name: tool, Arguments: map[string]any{}})
 		done <- out{res, err}
 	}()
 	var o out
@@ -339,16 +350,11 @@ func (f *fixture) call(t *testing.T, c *client, tool string) (string, *mcp.CallT
 		case o = <-done:
 			return true
 		default:
-			f.clk.Add(50 * time.Millisecond) // the window is 250 ms
+			clk.Add(50 * time.Millisecond)
 			return false
 		}
 	}, bound, time.Millisecond)
-	if o.err != nil {
-		return "", nil, o.err
-	}
-	related, _ := o.res.Meta[tasks.RelatedTask].(map[string]any)
-	id, _ := related["taskId"].(string)
-	return id, o.res, nil
+	return o.res, o.err
 }
 
 func (c *client) get(t *testing.T, id string) (*detailed, error) {
@@ -572,12 +578,7 @@ func TestATaskPastItsDeadlineEndsWithTheToolsResult(t *testing.T) {
 // (working, never asked again) whose node dies ends the task failed, with an error that says
 // so; before 30 s of silence nothing is taken over.
 func TestATaskWhoseNodeStopsIsTakenOver(t *testing.T) {
-	clkA, clkB := clock.NewMock(), clock.NewMock()
-	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	clkA.Set(start)
-	clkB.Set(start)
-	st := memory.New(memory.Options{Clock: clkB})
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	clkA, clkB, st := twoClocks(t)
 	a, b := newNode(t, clkA, st), newNode(t, clkB, st)
 	a.hold = make(chan struct{})
 	t.Cleanup(func() { close(a.hold) })
@@ -616,6 +617,19 @@ func TestATaskWhoseNodeStopsIsTakenOver(t *testing.T) {
 	assert.Equal(t, tasks.Failed, d.Status)
 	require.NotNil(t, d.Error)
 	assert.Contains(t, d.Error.Message, "stopped before it finished")
+}
+
+// twoClocks are the clocks of two nodes, A's and B's, set alike and moved apart, and a store
+// on B's: A dies when the test stops moving its clock.
+func twoClocks(t *testing.T) (clkA, clkB *clock.Mock, st *memory.Store) {
+	t.Helper()
+	clkA, clkB = clock.NewMock(), clock.NewMock()
+	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
+	clkA.Set(start)
+	clkB.Set(start)
+	st = memory.New(memory.Options{Clock: clkB})
+	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	return clkA, clkB, st
 }
 
 // The extension's methods sent with no params at all (or null) are refused with invalid
@@ -836,12 +850,7 @@ func TestARetryableFirstCallIsMadeAgain(t *testing.T) {
 // asked, which no client was shown, is dropped first, and the new call names a question of
 // its own. A robustness run lost a task so (it ended failed, "call the tool again").
 func TestAReplayableFirstCallWhoseNodeDiedIsMadeAgain(t *testing.T) {
-	clkA, clkB := clock.NewMock(), clock.NewMock()
-	start := time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC)
-	clkA.Set(start)
-	clkB.Set(start)
-	st := memory.New(memory.Options{Clock: clkB})
-	t.Cleanup(func() { require.NoError(t, st.Close()) })
+	clkA, clkB, st := twoClocks(t)
 	a, b := newNode(t, clkA, st), newNode(t, clkB, st)
 	a.holdR = make(chan struct{})
 	t.Cleanup(func() { close(a.holdR) })
