@@ -1,12 +1,15 @@
 package robustness
 
 import (
+	"encoding/json"
 	"fmt"
 	"testing"
 	"time"
 
 	"github.com/anishathalye/porcupine"
 	"github.com/stretchr/testify/assert"
+
+	"github.com/elicitd/elicitd/tasks"
 )
 
 // The checker's own tests: it passes the histories a correct cluster may give, and fails
@@ -198,4 +201,39 @@ func TestALateSweepsEndIsItsCuts(t *testing.T) {
 	ended[0].Ended = t0.Add(cutEndBound + time.Second)
 	_, used, _, _, _ = matchCuts(cuts, ended, func(string) bool { return false }, neverFrozen, storeNeverOut)
 	assert.False(t, used["evt_LZU6_ended"], "an end past the bound is not the cut's")
+}
+
+// A task client's checker sees a task move back: asking a round again once its answer was
+// taken, asking an earlier round, leaving its end; moving forward it says nothing.
+func TestATaskMovingBackIsSeen(t *testing.T) {
+	d := func(status string, keys ...string) *tasks.Detailed {
+		x := &tasks.Detailed{Status: status, InputRequests: map[string]json.RawMessage{}}
+		for _, k := range keys {
+			x.InputRequests[k] = json.RawMessage(`{}`)
+		}
+		return x
+	}
+	var ok taskSeen
+	for _, step := range []*tasks.Detailed{d(tasks.Working), d(tasks.InputRequired, "1-elicit-1"), d(tasks.InputRequired, "1-elicit-1")} {
+		assert.Empty(t, ok.see(step), "forward, or the same")
+	}
+	ok.took("1-elicit-1")
+	assert.Empty(t, ok.see(d(tasks.Working)))
+	assert.Empty(t, ok.see(d(tasks.InputRequired, "2-elicit-2")))
+	ok.took("2-elicit-2")
+	assert.Empty(t, ok.see(d(tasks.Completed)))
+	assert.Empty(t, ok.see(d(tasks.Completed)), "an end seen again")
+
+	var again taskSeen
+	again.see(d(tasks.InputRequired, "1-elicit-1"))
+	again.took("1-elicit-1")
+	assert.Contains(t, again.see(d(tasks.InputRequired, "1-elicit-1")), "asked round 1", "its answer was taken")
+
+	var earlier taskSeen
+	earlier.see(d(tasks.InputRequired, "2-elicit-2"))
+	assert.NotEmpty(t, earlier.see(d(tasks.InputRequired, "1-elicit-1")))
+
+	var left taskSeen
+	left.see(d(tasks.Completed))
+	assert.Contains(t, left.see(d(tasks.Working)), "left its end completed")
 }

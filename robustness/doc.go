@@ -12,7 +12,7 @@
 //
 //	go test -race -run TestRobustness ./robustness -robustness.duration=10m -timeout 30m
 //
-// -robustness.task-clients=N has N of the clients run their questions as MCP tasks
+// Two of the clients (-robustness.task-clients=N for N) run their questions as MCP tasks
 // (tasks_test.go): created, polled and answered through tasks/get and tasks/update on any
 // node, judged as the others are.
 //

@@ -43,6 +43,7 @@ type question struct {
 	outcome   map[string]any // the final result's structured content
 	want      map[string]any // the data the answers sent make
 	failure   string         // why it did not complete, if it did not
+	backward  string         // how a task was seen moving back, if it was (tasks_test.go)
 	trail     string         // the attempts of its last request: node, answer, time taken
 	doneAt    time.Time      // when its client got the outcome
 }

@@ -232,6 +232,9 @@ func (c *cluster) judge(injected map[string]int) {
 		if why := checkLinearizable(q.history); why != "" {
 			unlinearizable = append(unlinearizable, q.key+": "+why)
 		}
+		if q.backward != "" {
+			unlinearizable = append(unlinearizable, q.key+": "+q.backward)
+		}
 		switch {
 		case !q.completed:
 			lost = append(lost, q.key+": "+q.failure)

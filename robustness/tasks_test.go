@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +24,7 @@ import (
 // gets no definite answer. A task client's question is judged as a pull-era client's is: it
 // completes, with the answers sent, in two attempts, and its webhook event comes once.
 
-var taskClients = flag.Int("robustness.task-clients", 0, "of the clients, how many run their questions as MCP tasks")
+var taskClients = flag.Int("robustness.task-clients", 2, "of the eight 2026-07-28 clients, how many run their questions as MCP tasks")
 
 // taskSession is the client's session with node i that declares the extension.
 func (c *client) taskSession(ctx context.Context, i int) (*mcp.ClientSession, error) {
@@ -88,6 +89,43 @@ func (c *client) taskSend(q *question, what string, op func(ctx context.Context,
 	return fmt.Errorf("%s: no definite answer within %s", what, giveUp)
 }
 
+// taskSeen is what a task client has seen of its task and sent it, to check that the task
+// moves only forward: it never asks a round again once that round's answer was taken, nor
+// an earlier round than one it asked, and never leaves its end. A key names its round
+// ("2-elicit-1": round 2).
+type taskSeen struct {
+	answered, asked int
+	ended           string
+}
+
+func roundOf(key string) int {
+	r, _ := strconv.Atoi(strings.SplitN(key, "-", 2)[0])
+	return r
+}
+
+// took notes that the answer to key was taken (tasks/update answered).
+func (s *taskSeen) took(key string) { s.answered = max(s.answered, roundOf(key)) }
+
+// see checks d, a tasks/get's answer, against what came before, and says how it moved
+// back, if it did.
+func (s *taskSeen) see(d *tasks.Detailed) string {
+	switch {
+	case s.ended != "" && d.Status != s.ended:
+		return fmt.Sprintf("the task left its end %s for %s", s.ended, d.Status)
+	case d.Status == tasks.Completed || d.Status == tasks.Failed || d.Status == tasks.Cancelled:
+		s.ended = d.Status
+	case d.Status == tasks.InputRequired:
+		for k := range d.InputRequests {
+			r := roundOf(k)
+			if r < s.asked || r <= s.answered {
+				return fmt.Sprintf("the task asked round %d (key %s) after round %d was asked and round %d's answer taken", r, k, s.asked, s.answered)
+			}
+			s.asked = max(s.asked, r)
+		}
+	}
+	return ""
+}
+
 // taskQuestion runs one question as a task to its end.
 func (c *client) taskQuestion(key string) *question {
 	q := &question{key: key}
@@ -110,6 +148,7 @@ func (c *client) taskQuestion(key string) *question {
 	if err != nil {
 		return fail("%v", err)
 	}
+	var seen taskSeen
 	// poll polls until the task is input_required (its one key, and the fields its form
 	// asks) or ends.
 	poll := func(what string) (*tasks.Detailed, error) {
@@ -126,6 +165,9 @@ func (c *client) taskQuestion(key string) *question {
 			})
 			if err != nil {
 				return nil, err
+			}
+			if why := seen.see(d); why != "" && q.backward == "" {
+				q.backward = why
 			}
 			if d.Status != "working" {
 				return d, nil
@@ -163,6 +205,9 @@ func (c *client) taskQuestion(key string) *question {
 			}
 			return err == nil, err
 		})
+		if err == nil {
+			seen.took(key)
+		}
 		return fields, err
 	}
 	d, err := poll("the first poll")
