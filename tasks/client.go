@@ -71,6 +71,9 @@ func AddClientMethods(cl *mcp.Client) error {
 // elicitd repeats under _meta's RelatedTask: go-sdk decodes the result into a
 // CallToolResult, which keeps only _meta), or "".
 func TaskOf(res *mcp.CallToolResult) string {
+	if res == nil {
+		return ""
+	}
 	related, _ := res.Meta[RelatedTask].(map[string]any)
 	id, _ := related["taskId"].(string)
 	return id

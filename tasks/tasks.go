@@ -447,9 +447,9 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 	if len(req.Params.Arguments) > 0 {
 		tk.Args = json.RawMessage(req.Params.Arguments)
 	}
-	fctx, remake := ctx, func() bool { return false }
+	fctx, replayable := ctx, func() bool { return false }
 	if s.o.FirstCalls != nil && req.Params.RequestState == "" {
-		fctx, remake = s.o.FirstCalls.FirstCall(ctx, questionID(id, 0))
+		fctx, replayable = s.o.FirstCalls.FirstCall(ctx, questionID(id, 0))
 	}
 	run, ok := s.start(fctx, detached(req), next)
 	if !ok {
@@ -472,7 +472,7 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 	case <-s.o.Clock.After(s.o.Window):
 	}
 	// Still working: a task from here. Its record first, then the handle.
-	tk.Beat, tk.Claim, tk.Remake = tk.Created, newClaim(), remake()
+	tk.Beat, tk.Claim, tk.Remake = tk.Created, newClaim(), replayable()
 	rec, err := s.create(ctx, owner, id, tk)
 	if err != nil {
 		run.cancel(err)
@@ -481,11 +481,11 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 	// A first call the tools could not serve now (the store away: it asked nothing, and
 	// made nothing) is made again; another node makes it again only if Remake says so.
 	first := detached(req)
-	resend := func() (running, bool) { return s.start(ctx, first, next) }
+	again, other := func() (running, bool) { return s.start(ctx, first, next) }, nothing
 	if tk.Remake {
-		resend = func() (running, bool) { return s.remakeFirst(ctx, owner, id, tk.Claim, first, next) }
+		again, other = func() (running, bool) { return s.remakeFirst(ctx, owner, id, tk.Claim, first, next) }, remake
 	}
-	s.adopt(owner, id, run, resend, tk.Remake, tk.Claim,
+	s.adopt(owner, id, run, again, other, tk.Claim,
 		func(res *mcp.CallToolResult) { s.closeOut(ctx, first, req, tk.Tool, tk.Args, res, next) })
 	return s.createdResult(rec, tk), nil
 }
@@ -586,12 +586,28 @@ func isGone(err error) bool {
 // and write what it comes to.
 func newClaim() string { return rand.Text()[:16] }
 
+// elsewhere says what another node can do with a call a node runs for a task, should the
+// node stop or die first.
+type elsewhere int
+
+const (
+	// nothing: a first call of a tool that is not replayable. A stop cuts it short, and the
+	// task fails (saying so) unless it came to a result first.
+	nothing elsewhere = iota
+	// resend: a round, whose request is in the record. What the tools answer as the node
+	// stops is not the round's result: another node sends the round again.
+	resend
+	// remake: a replayable tool's first call (task.Remake). A result of its own, reached as
+	// the node stops, is recorded (the tool may have acted: it must not run twice); what a
+	// stop cut short is made again by another node.
+	remake
+)
+
 // adopt waits, on its own goroutine, for the call run started for task id (working, under
 // claim), beats for it, and records what it comes to: while the record still names claim.
-// resend runs the call again, for a result the tools could not serve now (Retryable);
-// resendable says whether another node can (a round, whose request is in the record: not a
-// first call).
-func (s *Server) adopt(owner, id string, run running, resend func() (running, bool), resendable bool, claim string, closeOut func(*mcp.CallToolResult)) {
+// again runs the call again, for a result the tools could not serve now (Retryable); other
+// says what another node can do with it.
+func (s *Server) adopt(owner, id string, run running, again func() (running, bool), other elsewhere, claim string, closeOut func(*mcp.CallToolResult)) {
 	s.mu.Lock()
 	s.running[id] = runEntry{claim: claim, cancel: run.cancel}
 	s.busy.Add(1) // the run's goroutine holds the count above zero
@@ -603,6 +619,15 @@ func (s *Server) adopt(owner, id string, run running, resend func() (running, bo
 		defer beat.Stop()
 		stop := s.stop
 		ours := func(tk *task) bool { return !terminal(tk.Status) && tk.Claim == claim }
+		beatNow := func() {
+			_ = s.change(context.Background(), owner, id, func(tk *task) bool {
+				if !ours(tk) {
+					return false
+				}
+				tk.Beat = s.o.Clock.Now()
+				return true
+			})
+		}
 		var o outcome
 		pause := time.Second
 	wait:
@@ -610,17 +635,23 @@ func (s *Server) adopt(owner, id string, run running, resend func() (running, bo
 			select {
 			case o = <-run.done:
 				res, ok := toolResult(o.res)
-				if resend == nil || o.err != nil || !ok || s.o.Retryable == nil || !s.o.Retryable(res) {
+				if again == nil || o.err != nil || !ok || s.o.Retryable == nil || !s.o.Retryable(res) {
 					break wait
 				}
-				// The tools could not serve the round now: sent again after a pause.
-				select {
-				case <-s.o.Clock.After(pause):
-				case <-s.stop:
-					break wait
+				// The tools could not serve the round now: sent again after a pause, beating
+				// meanwhile (a pause grows to the silence that has another node take over).
+				for paused := s.o.Clock.After(pause); paused != nil; {
+					select {
+					case <-paused:
+						paused = nil
+					case <-beat.C:
+						beatNow()
+					case <-s.stop:
+						break wait
+					}
 				}
 				pause = min(2*pause, 30*time.Second)
-				next, ok := resend()
+				next, ok := again()
 				if !ok {
 					break wait
 				}
@@ -631,16 +662,10 @@ func (s *Server) adopt(owner, id string, run running, resend func() (running, bo
 				s.mu.Unlock()
 				run = next
 			case <-beat.C:
-				_ = s.change(context.Background(), owner, id, func(tk *task) bool {
-					if !ours(tk) {
-						return false
-					}
-					tk.Beat = s.o.Clock.Now()
-					return true
-				})
+				beatNow()
 			case <-stop:
 				stop = nil
-				if !resendable {
+				if other == nothing {
 					run.cancel(errStopping) // recorded failed, below, unless it finished
 				}
 			}
@@ -651,12 +676,14 @@ func (s *Server) adopt(owner, id string, run running, resend func() (running, bo
 		}
 		stopping := s.closed
 		s.mu.Unlock()
-		if stopping && resendable {
-			// What the tools answered as this node stops is not the round's result: the
-			// round is run again elsewhere.
+		res, ok := toolResult(o.res)
+		cut := o.err != nil || !ok || res.IsError // perhaps by the stop
+		if stopping && (other == resend || other == remake && cut) {
+			// What the tools answered as this node stops is not the call's result: it is
+			// run again elsewhere. A first call's own result stands: it may have acted.
 			return
 		}
-		if res, ok := toolResult(o.res); stopping && (o.err != nil || !ok || res.IsError) {
+		if stopping && cut {
 			o = outcome{err: errStopping} // cut short by the stop; a result it made stands
 		}
 		// Written until it lands, the claim is lost (cancelled, taken over), or the node
@@ -835,9 +862,9 @@ func (s *Server) runRound(ctx context.Context, owner, id string, tk task, caller
 	}
 	call := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
 		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args), RequestState: tk.RequestState, InputResponses: responses}}
-	resend := func() (running, bool) { return s.start(ctx, call, next) }
-	if run, ok := resend(); ok {
-		s.adopt(owner, id, run, resend, true, tk.Claim, func(res *mcp.CallToolResult) { s.closeOut(ctx, caller, req, tk.Tool, tk.Args, res, next) })
+	again := func() (running, bool) { return s.start(ctx, call, next) }
+	if run, ok := again(); ok {
+		s.adopt(owner, id, run, again, resend, tk.Claim, func(res *mcp.CallToolResult) { s.closeOut(ctx, caller, req, tk.Tool, tk.Args, res, next) })
 	} // else this node stops: the round is run again elsewhere, once its beats are missed
 }
 
@@ -864,11 +891,11 @@ func (s *Server) closeOut(ctx context.Context, caller *mcp.CallToolRequest, req 
 func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Record, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) (store.Record, task) {
 	claimed := tk
 	now := s.o.Clock.Now()
-	remake := tk.remakes() && s.o.FirstCalls != nil
+	remakes := tk.remakes() && s.o.FirstCalls != nil
 	switch {
 	case tk.resendable():
 		claimed.Beat, claimed.Claim = now, newClaim()
-	case remake:
+	case remakes:
 		claimed.Beat, claimed.Claim, claimed.Made = now, newClaim(), tk.Made+1
 	default:
 		claimed.Status, claimed.Updated, claimed.Message = Failed, now, ""
@@ -879,7 +906,7 @@ func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Recor
 	}
 	if claimed.Status == Working {
 		s.log.Info("took over a task whose node stopped", "task", id)
-		if remake {
+		if remakes {
 			s.remade(ctx, owner, id, tk.Made, claimed, caller, req, next)
 		} else {
 			s.runRound(ctx, owner, id, claimed, caller, req, next)
@@ -888,11 +915,14 @@ func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Recor
 	return rec, claimed
 }
 
-// remade makes the first call of task id again here, as tk has claimed it, once the question
-// the gone node's call (made the made-th time) may have asked is dropped: no client was
-// shown it.
+// remade makes the first call of task id again here, as tk has claimed it, once the questions
+// the calls before it (made up to the made-th time) may have asked are dropped: no client was
+// shown them. Every one, not the last only: a node that claimed the task before may have
+// died, or had its claim land unseen, before it dropped its own.
 func (s *Server) remade(ctx context.Context, owner, id string, made int, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) {
-	s.o.FirstCalls.DropUnseen(owner, questionID(id, made))
+	for n := range made + 1 {
+		s.o.FirstCalls.DropUnseen(owner, questionID(id, n))
+	}
 	first := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
 		Meta: callMeta(req), Name: tk.Tool, Arguments: argsOf(tk.Args)}}
 	fctx, _ := s.o.FirstCalls.FirstCall(ctx, questionID(id, tk.Made))
@@ -900,7 +930,7 @@ func (s *Server) remade(ctx context.Context, owner, id string, made int, tk task
 	if !ok {
 		return // this node stops: made again elsewhere, once its beats are missed
 	}
-	s.adopt(owner, id, run, func() (running, bool) { return s.remakeFirst(ctx, owner, id, tk.Claim, first, next) }, true, tk.Claim,
+	s.adopt(owner, id, run, func() (running, bool) { return s.remakeFirst(ctx, owner, id, tk.Claim, first, next) }, remake, tk.Claim,
 		func(res *mcp.CallToolResult) { s.closeOut(ctx, first, req, tk.Tool, tk.Args, res, next) })
 }
 

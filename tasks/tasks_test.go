@@ -886,3 +886,85 @@ func TestAReplayableFirstCallWhoseNodeDiedIsMadeAgain(t *testing.T) {
 	require.NotNil(t, d.Result)
 	assert.Equal(t, "got Ada", d.Result.Content[0].(*mcp.TextContent).Text)
 }
+
+// A replayable tool's first call that comes to a result of its own as its node stops is
+// recorded, not left to another node to make again: the tool may have acted, and must not
+// act twice (a review found it dropped, and run again 30 s later).
+func TestAFirstCallThatCompletesAsItsNodeStopsIsNotRunTwice(t *testing.T) {
+	clkA, clkB, st := twoClocks(t)
+	a, b := newNode(t, clkA, st), newNode(t, clkB, st)
+	var runs atomic.Int32
+	holdA := make(chan struct{})
+	for _, n := range []struct {
+		f    *fixture
+		hold chan struct{}
+	}{{a, holdA}, {b, nil}} {
+		n.f.server.AddTool(&mcp.Tool{Name: "acts", InputSchema: json.RawMessage(`{"type":"object"}`)}, func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			if v, _ := ctx.Value(firstKey{}).(*first); v != nil {
+				v.replayable.Store(true)
+			}
+			if n.hold != nil {
+				<-n.hold
+			}
+			runs.Add(1)
+			return &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: "done"}}}, nil
+		})
+		n.f.tasks.Allow("acts", tasks.Optional)
+	}
+	ca, cb := a.connect(t, true), b.connect(t, true)
+	id, _, err := a.call(t, ca, "acts")
+	require.NoError(t, err)
+	require.NotEmpty(t, id)
+	a.tasks.Stop()
+	close(holdA) // the call acts as A stops
+	require.NoError(t, a.tasks.Close(ctxT(t)))
+	d, err := cb.get(t, id)
+	require.NoError(t, err)
+	assert.Equal(t, tasks.Completed, d.Status, "A recorded its result")
+	clkB.Add(35 * time.Second)
+	cb.until(t, id, tasks.Completed)
+	assert.EqualValues(t, 1, runs.Load(), "run once")
+}
+
+// lossy reports the first write of a task record claimed with made 1 failed, though it
+// landed (a JetStream proposal committed late).
+type lossy struct {
+	*memory.Store
+	armed atomic.Bool
+}
+
+func (s *lossy) Update(ctx context.Context, r store.Record) (uint64, error) {
+	rev, err := s.Store.Update(ctx, r)
+	if err == nil && r.Era == "task" && strings.Contains(string(r.Task), `"made":1`) && s.armed.CompareAndSwap(true, false) {
+		return 0, errors.New("timeout")
+	}
+	return rev, err
+}
+
+// A node taking over a first call drops the question of every call made before it, not the
+// last one's only: a node whose claim landed unseen (or that died right after it) never
+// dropped its predecessor's (a review found the dead node's question left to time out).
+func TestATakeoverDropsEveryQuestionTheFirstCallsNamed(t *testing.T) {
+	clkA, clkB, mem := twoClocks(t)
+	st := &lossy{Store: mem}
+	a, b := newNode(t, clkA, st), newNode(t, clkB, st)
+	a.holdR = make(chan struct{})
+	t.Cleanup(func() { close(a.holdR) })
+	ca, cb := a.connect(t, true), b.connect(t, true)
+	id, _, err := a.call(t, ca, "remakable")
+	require.NoError(t, err)
+	st.armed.Store(true)
+	clkB.Add(35 * time.Second)
+	_, err = cb.get(t, id) // B's claim lands, its answer lost: B does nothing more
+	require.NoError(t, err)
+	clkB.Add(35 * time.Second)
+	cb.until(t, id, tasks.InputRequired)
+	a.mu.Lock()
+	askedA := slices.Clone(a.asked)
+	a.mu.Unlock()
+	b.mu.Lock()
+	dropped := slices.Clone(b.dropped)
+	b.mu.Unlock()
+	require.Len(t, askedA, 1)
+	assert.Contains(t, dropped, "caller-A/"+askedA[0], "A's question dropped too")
+}
