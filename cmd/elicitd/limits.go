@@ -21,11 +21,13 @@ const (
 var readSystemFile = os.ReadFile
 
 // autoMemoryLimit is --memory-limit's auto: three quarters of the cgroup's memory limit
-// (cgroup v2's memory.max, v1's memory.limit_in_bytes), which leaves room for what the
-// runtime does not count (stacks in use, the store's pages); else a quarter of the
-// machine's memory (MemTotal); else 256 MiB. At least 64 MiB.
+// (cgroup v2's memory.max, v1's memory.limit_in_bytes) or of the machine's memory (MemTotal),
+// whichever is smaller, which leaves room for what the runtime does not count (stacks in
+// use, the store's pages); without a cgroup limit a quarter of the machine's memory; else
+// 256 MiB. At least 64 MiB.
 func autoMemoryLimit(read func(string) ([]byte, error)) int64 {
 	const floor, fallback = 64 << 20, 256 << 20
+	var group int64
 	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
 		b, err := read(path)
 		if err != nil {
@@ -35,20 +37,37 @@ func autoMemoryLimit(read func(string) ([]byte, error)) int64 {
 		if err != nil || n <= 0 || n >= 1<<60 {
 			continue // "max", or v1's "no limit" (a page-rounded MaxInt64)
 		}
-		return max(n/4*3, floor)
+		group = n
+		break
 	}
-	if b, err := read("/proc/meminfo"); err == nil {
-		sc := bufio.NewScanner(bytes.NewReader(b))
-		for sc.Scan() {
-			f := strings.Fields(sc.Text())
-			if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
-				if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 {
-					return max(kb<<10/4, floor)
-				}
+	machine := memTotal(read)
+	switch {
+	case group > 0 && machine > 0:
+		return max(min(group, machine)/4*3, floor)
+	case group > 0:
+		return max(group/4*3, floor)
+	case machine > 0:
+		return max(machine/4, floor)
+	}
+	return fallback
+}
+
+// memTotal is the machine's memory as /proc/meminfo says, or 0.
+func memTotal(read func(string) ([]byte, error)) int64 {
+	b, err := read("/proc/meminfo")
+	if err != nil {
+		return 0
+	}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) == 3 && f[0] == "MemTotal:" && f[2] == "kB" {
+			if kb, err := strconv.ParseInt(f[1], 10, 64); err == nil && kb > 0 {
+				return kb << 10
 			}
 		}
 	}
-	return fallback
+	return 0
 }
 
 // settleCaps sets --max-live and --max-asleep where they are auto, from limit, the memory

@@ -30,6 +30,7 @@ func TestTheMemoryLimitFollowsTheMachine(t *testing.T) {
 		{"a cgroup v1 limit", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "536870912\n"}, 384 << 20},
 		{"v1 without a limit", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n", "/proc/meminfo": meminfo}, 8000000 << 10 / 4},
 		{"a tiny container: the floor", map[string]string{"/sys/fs/cgroup/memory.max": "33554432"}, 64 << 20},
+		{"a v1 limit above the machine's memory: the machine's", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "68719476736", "/proc/meminfo": meminfo}, 8000000 << 10 / 4 * 3},
 		{"nothing readable", nil, 256 << 20},
 		{"unreadable figures", map[string]string{"/sys/fs/cgroup/memory.max": "lots", "/proc/meminfo": "MemTotal: many kB\n"}, 256 << 20},
 	} {
@@ -64,11 +65,22 @@ func TestTheCapsFollowTheMemoryLimitUnlessSet(t *testing.T) {
 	assert.Equal(t, 2048, c.maxLive)
 	assert.Equal(t, 104857, c.maxAsleep)
 
-	// A small container still leaves the upload budget 64 MiB under the limit.
+	// A small container holds fewer uploads at once, under a limit within its memory; uploads
+	// asked for raise the limit instead.
 	readSystemFile = files(map[string]string{"/sys/fs/cgroup/memory.max": "134217728"})
 	c, err = parseConfig(nil, env, nil)
 	require.NoError(t, err)
+	assert.EqualValues(t, 96<<20, c.memoryLimit, "three quarters of 128 MiB")
+	assert.EqualValues(t, 16<<20, c.page.maxHeld, "half of what is left above 64 MiB")
+	c, err = parseConfig([]string{"--max-held-upload-bytes", "134217728"}, env, nil)
+	require.NoError(t, err)
 	assert.EqualValues(t, 192<<20, c.memoryLimit, "128 MiB held, and 64 MiB more")
+	assert.EqualValues(t, 128<<20, c.page.maxHeld)
+	readSystemFile = files(map[string]string{"/sys/fs/cgroup/memory.max": "67108864"})
+	c, err = parseConfig(nil, env, nil)
+	require.NoError(t, err)
+	assert.EqualValues(t, 1<<20, c.page.maxHeld, "at least 1 MiB")
+	assert.EqualValues(t, 65<<20, c.memoryLimit, "and 64 MiB more")
 
 	_, err = parseConfig([]string{"--max-asleep", "lots"}, env, nil)
 	require.Error(t, err)

@@ -758,7 +758,14 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		return c, err
 	}
 	if c.memoryLimit == 0 {
-		c.memoryLimit = max(autoMemoryLimit(readSystemFile), c.page.maxHeld+64<<20)
+		c.memoryLimit = autoMemoryLimit(readSystemFile)
+		if given["max-held-upload-bytes"] || getenv("ELICITD_MAX_HELD_UPLOAD_BYTES") != "" {
+			c.memoryLimit = max(c.memoryLimit, c.page.maxHeld+64<<20) // the uploads asked for fit
+		} else {
+			// A small machine holds fewer uploads at once rather than a limit above its memory.
+			c.page.maxHeld = max(min(c.page.maxHeld, (c.memoryLimit-64<<20)/2), 1<<20)
+			c.memoryLimit = max(c.memoryLimit, c.page.maxHeld+64<<20)
+		}
 	}
 	if c.page.maxHeld > c.memoryLimit-64<<20 {
 		return c, fmt.Errorf("--max-held-upload-bytes (%d) must leave at least 64 MiB under --memory-limit (%d): raise the limit with it", c.page.maxHeld, c.memoryLimit)
