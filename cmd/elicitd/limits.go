@@ -5,6 +5,8 @@ import (
 	"bytes"
 	"math"
 	"os"
+	"path"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -21,25 +23,12 @@ const (
 var readSystemFile = os.ReadFile
 
 // autoMemoryLimit is --memory-limit's auto: three quarters of the cgroup's memory limit
-// (cgroup v2's memory.max, v1's memory.limit_in_bytes) or of the machine's memory (MemTotal),
-// whichever is smaller, which leaves room for what the runtime does not count (stacks in
-// use, the store's pages); without a cgroup limit a quarter of the machine's memory; else
-// 256 MiB. At least 64 MiB.
+// (cgroupLimit) or of the machine's memory (MemTotal), whichever is smaller, which leaves
+// room for what the runtime does not count (stacks in use, the store's pages); without a
+// cgroup limit a quarter of the machine's memory; else 256 MiB. At least 64 MiB.
 func autoMemoryLimit(read func(string) ([]byte, error)) int64 {
 	const floor, fallback = 64 << 20, 256 << 20
-	var group int64
-	for _, path := range []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"} {
-		b, err := read(path)
-		if err != nil {
-			continue
-		}
-		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
-		if err != nil || n <= 0 || n >= 1<<60 {
-			continue // "max", or v1's "no limit" (a page-rounded MaxInt64)
-		}
-		group = n
-		break
-	}
+	group := cgroupLimit(read)
 	machine := memTotal(read)
 	switch {
 	case group > 0 && machine > 0:
@@ -50,6 +39,48 @@ func autoMemoryLimit(read func(string) ([]byte, error)) int64 {
 		return max(machine/4, floor)
 	}
 	return fallback
+}
+
+// cgroupLimit is the smallest memory limit on this process's cgroup and the cgroups above
+// it, as /proc/self/cgroup names them: cgroup v2's memory.max, v1's memory.limit_in_bytes
+// (a systemd unit's MemoryMax=, or a container's limit, seen from inside it or not); 0 if
+// none is set.
+func cgroupLimit(read func(string) ([]byte, error)) int64 {
+	files := []string{"/sys/fs/cgroup/memory.max", "/sys/fs/cgroup/memory/memory.limit_in_bytes"}
+	if b, err := read("/proc/self/cgroup"); err == nil {
+		for _, line := range strings.Split(string(b), "\n") {
+			// "0::/path" (v2), or "N:memory,...:/path" (v1).
+			f := strings.SplitN(strings.TrimSpace(line), ":", 3)
+			if len(f) != 3 || !strings.HasPrefix(f[2], "/") {
+				continue
+			}
+			dir, file := "/sys/fs/cgroup", "memory.max"
+			if f[0] != "0" {
+				if !slices.Contains(strings.Split(f[1], ","), "memory") {
+					continue
+				}
+				dir, file = "/sys/fs/cgroup/memory", "memory.limit_in_bytes"
+			}
+			for p := path.Clean(f[2]); p != "/" && p != "."; p = path.Dir(p) {
+				files = append(files, dir+p+"/"+file)
+			}
+		}
+	}
+	var least int64
+	for _, f := range files {
+		b, err := read(f)
+		if err != nil {
+			continue
+		}
+		n, err := strconv.ParseInt(strings.TrimSpace(string(b)), 10, 64)
+		if err != nil || n <= 0 || n >= 1<<60 {
+			continue // "max", or v1's "no limit" (a page-rounded MaxInt64)
+		}
+		if least == 0 || n < least {
+			least = n
+		}
+	}
+	return least
 }
 
 // memTotal is the machine's memory as /proc/meminfo says, or 0.

@@ -31,6 +31,21 @@ func TestTheMemoryLimitFollowsTheMachine(t *testing.T) {
 		{"v1 without a limit", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "9223372036854771712\n", "/proc/meminfo": meminfo}, 8000000 << 10 / 4},
 		{"a tiny container: the floor", map[string]string{"/sys/fs/cgroup/memory.max": "33554432"}, 64 << 20},
 		{"a v1 limit above the machine's memory: the machine's", map[string]string{"/sys/fs/cgroup/memory/memory.limit_in_bytes": "68719476736", "/proc/meminfo": meminfo}, 8000000 << 10 / 4 * 3},
+		{"a systemd unit's MemoryMax= (v2, no cgroup namespace)", map[string]string{
+			"/proc/self/cgroup":                                      "0::/system.slice/elicitd.service\n",
+			"/sys/fs/cgroup/system.slice/memory.max":                 "max\n",
+			"/sys/fs/cgroup/system.slice/elicitd.service/memory.max": "2147483648\n",
+			"/proc/meminfo":                                          meminfo}, 1536 << 20},
+		{"a parent's limit, smaller than the process's own", map[string]string{
+			"/proc/self/cgroup":             "0::/a/b\n",
+			"/sys/fs/cgroup/a/memory.max":   "1073741824\n",
+			"/sys/fs/cgroup/a/b/memory.max": "max\n",
+			"/proc/meminfo":                 meminfo}, 768 << 20},
+		{"a v1 memory hierarchy", map[string]string{
+			"/proc/self/cgroup":                                         "9:name=systemd:/\n4:memory:/process_api/x\n3:cpuset:/\n0::/\n",
+			"/sys/fs/cgroup/memory/memory.limit_in_bytes":               "9223372036854771712\n",
+			"/sys/fs/cgroup/memory/process_api/x/memory.limit_in_bytes": "536870912\n",
+			"/proc/meminfo":                                             meminfo}, 384 << 20},
 		{"nothing readable", nil, 256 << 20},
 		{"unreadable figures", map[string]string{"/sys/fs/cgroup/memory.max": "lots", "/proc/meminfo": "MemTotal: many kB\n"}, 256 << 20},
 	} {
