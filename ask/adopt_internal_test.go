@@ -112,19 +112,34 @@ func (s *gettingFails) Get(ctx context.Context, owner, id string) (store.Record,
 	return s.Store.Get(ctx, owner, id)
 }
 
+// nodeHere is the Elicitor of node "here" on a memory store on a mock clock (the records'
+// times are its), seen through wrap when it is set.
+func nodeHere(t *testing.T, wrap func(*memory.Store) store.Store) (*clock.Mock, *memory.Store, *Elicitor) {
+	t.Helper()
+	clk := clock.NewMock()
+	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
+	mem := memory.New(memory.Options{Clock: clk})
+	t.Cleanup(func() { _ = mem.Close() })
+	var st store.Store = mem
+	if wrap != nil {
+		st = wrap(mem)
+	}
+	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: st, Node: "here", Clock: clk})
+	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+	return clk, mem, el
+}
+
 // A call whose first record write was reported failed, and landed all the same, deletes
 // that record once the store answers again, not only if it answers within two seconds: a
 // record left asleep was adopted by a survivor after its node died, and timed out ten
 // minutes later, telling an end for a question no one was ever asked (a 10-minute
 // robustness run).
 func TestARecordThatLandedAfterAFailedWriteIsDeletedOnceTheStoreIsBack(t *testing.T) {
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	mem := memory.New(memory.Options{Clock: clk}) // on the test's clock: the records' times are its
-	t.Cleanup(func() { _ = mem.Close() })
-	st := &gettingFails{Store: mem}
-	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: st, Node: "here", Clock: clk})
-	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+	var st *gettingFails
+	clk, mem, el := nodeHere(t, func(mem *memory.Store) store.Store {
+		st = &gettingFails{Store: mem}
+		return st
+	})
 	now := clk.Now()
 	rec := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
 	rec.Node, rec.Asleep, rec.Outcome, rec.Ends = "here", true, nil, nil
@@ -150,12 +165,7 @@ func TestARecordThatLandedAfterAFailedWriteIsDeletedOnceTheStoreIsBack(t *testin
 // create, fails (a 10-minute run saw one land after the node had looked, and time out ten
 // minutes later with an event for a question no one was asked).
 func TestARecordThatHadNotLandedIsKeptFromLanding(t *testing.T) {
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	mem := memory.New(memory.Options{Clock: clk})
-	t.Cleanup(func() { _ = mem.Close() })
-	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: mem, Node: "here", Clock: clk})
-	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+	clk, mem, el := nodeHere(t, nil)
 	id := storetest.NewID()
 	c := el.newCall(&mcp.CallToolRequest{Params: &mcp.CallToolParamsRaw{Name: "contact"}}, "alice", id, true)
 	c.dropLanded()
@@ -176,12 +186,7 @@ func TestARecordThatHadNotLandedIsKeptFromLanding(t *testing.T) {
 // call was refused. A 10-minute robustness run saw such a record time out ten minutes later
 // on the survivor, telling an end for a question no one was asked.
 func TestARecordAdoptedBeforeItsFailedWriteWasKnownIsStillDeleted(t *testing.T) {
-	clk := clock.NewMock()
-	clk.Set(time.Date(2026, 11, 29, 10, 0, 0, 0, time.UTC))
-	mem := memory.New(memory.Options{Clock: clk})
-	t.Cleanup(func() { _ = mem.Close() })
-	el := New(mcp.NewServer(&mcp.Implementation{Name: "t", Version: "1"}, nil), Options{Store: mem, Node: "here", Clock: clk})
-	t.Cleanup(func() { _ = el.Close(context.Background(), elicitation.Shutdown) })
+	clk, mem, el := nodeHere(t, nil)
 	now := clk.Now()
 	rec := storetest.Sample("alice", storetest.NewID(), now, now.Add(time.Hour))
 	rec.Node, rec.Epoch, rec.Asleep, rec.Outcome, rec.Ends, rec.Claimed, rec.Handed = "survivor", 2, true, nil, nil, 0, 1

@@ -478,16 +478,20 @@ func (s *Server) call(ctx context.Context, req *mcp.CallToolRequest, next mcp.Me
 		run.cancel(err)
 		return nil, err
 	}
-	// A first call the tools could not serve now (the store away: it asked nothing, and
-	// made nothing) is made again; another node makes it again only if Remake says so.
-	first := detached(req)
+	s.adoptFirst(ctx, owner, id, run, tk, detached(req), req, next)
+	return s.createdResult(rec, tk), nil
+}
+
+// adoptFirst adopts run, task id's first call (first), as tk has claimed it. A first call the
+// tools could not serve now (the store away: it asked nothing, and made nothing) is made
+// again; another node makes it again only if tk.Remake says so.
+func (s *Server) adoptFirst(ctx context.Context, owner, id string, run running, tk task, first *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) {
 	again, other := func() (running, bool) { return s.start(ctx, first, next) }, nothing
 	if tk.Remake {
 		again, other = func() (running, bool) { return s.remakeFirst(ctx, owner, id, tk.Claim, first, next) }, remake
 	}
 	s.adopt(owner, id, run, again, other, tk.Claim,
 		func(res *mcp.CallToolResult) { s.closeOut(ctx, first, req, tk.Tool, tk.Args, res, next) })
-	return s.createdResult(rec, tk), nil
 }
 
 // remakeFirst makes task id's first call again, under claim, with a question id of its own:
@@ -907,7 +911,7 @@ func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Recor
 	if claimed.Status == Working {
 		s.log.Info("took over a task whose node stopped", "task", id)
 		if remakes {
-			s.remade(ctx, owner, id, tk.Made, claimed, caller, req, next)
+			s.remade(ctx, owner, id, claimed, caller, req, next)
 		} else {
 			s.runRound(ctx, owner, id, claimed, caller, req, next)
 		}
@@ -915,12 +919,12 @@ func (s *Server) orphaned(ctx context.Context, owner, id string, rec store.Recor
 	return rec, claimed
 }
 
-// remade makes the first call of task id again here, as tk has claimed it, once the questions
-// the calls before it (made up to the made-th time) may have asked are dropped: no client was
+// remade makes the first call of task id again here, as tk has claimed it (its tk.Made-th
+// making), once the questions the calls before it may have asked are dropped: no client was
 // shown them. Every one, not the last only: a node that claimed the task before may have
 // died, or had its claim land unseen, before it dropped its own.
-func (s *Server) remade(ctx context.Context, owner, id string, made int, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) {
-	for n := range made + 1 {
+func (s *Server) remade(ctx context.Context, owner, id string, tk task, caller *mcp.CallToolRequest, req mcp.Request, next mcp.MethodHandler) {
+	for n := range tk.Made {
 		s.o.FirstCalls.DropUnseen(owner, questionID(id, n))
 	}
 	first := &mcp.CallToolRequest{Session: caller.Session, Extra: caller.Extra, Params: &mcp.CallToolParamsRaw{
@@ -930,8 +934,7 @@ func (s *Server) remade(ctx context.Context, owner, id string, made int, tk task
 	if !ok {
 		return // this node stops: made again elsewhere, once its beats are missed
 	}
-	s.adopt(owner, id, run, func() (running, bool) { return s.remakeFirst(ctx, owner, id, tk.Claim, first, next) }, remake, tk.Claim,
-		func(res *mcp.CallToolResult) { s.closeOut(ctx, first, req, tk.Tool, tk.Args, res, next) })
+	s.adoptFirst(ctx, owner, id, run, tk, first, req, next)
 }
 
 // withComplete is a CallToolResult's encoding with resultType "complete".

@@ -84,6 +84,22 @@ type fixture struct {
 	holdR   chan struct{}
 }
 
+// firstCalls returns the questions the first calls of "remakable" named here, and those
+// dropped here.
+func (f *fixture) firstCalls() (asked, dropped []string) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return slices.Clone(f.asked), slices.Clone(f.dropped)
+}
+
+// keyOf is the one key of d's input requests.
+func keyOf(d *detailed) string {
+	for k := range d.InputRequests {
+		return k
+	}
+	return ""
+}
+
 // firstCalls is FirstCalls as ask.Elicitor is: a first call's context names its question,
 // and its tool says whether it may be made again.
 type firstCalls struct{ f *fixture }
@@ -589,10 +605,7 @@ func TestATaskWhoseNodeStopsIsTakenOver(t *testing.T) {
 	id, _, err := a.call(t, ca, "round2")
 	require.NoError(t, err)
 	d := ca.until(t, id, tasks.InputRequired)
-	var key string
-	for k := range d.InputRequests {
-		key = k
-	}
+	key := keyOf(d)
 	ca.update(t, id, map[string]any{key: accept("Ada")}) // A runs the round, which hangs
 	a.tasks.Stop()                                       // and A stops
 
@@ -707,10 +720,7 @@ func TestAClaimThatLandedUnseenIsRunAfterItsSilence(t *testing.T) {
 	id, _, err := f.call(t, c, "round2")
 	require.NoError(t, err)
 	d := c.until(t, id, tasks.InputRequired)
-	key := ""
-	for k := range d.InputRequests {
-		key = k
-	}
+	key := keyOf(d)
 	st.armed.Store(true)
 	_, err = mcp.CallCustomMethod[*updateParams, *ack](ctxT(t), c.cs, "tasks/update", &updateParams{TaskID: id,
 		InputResponses: map[string]any{key: accept("Ada")}})
@@ -866,16 +876,9 @@ func TestAReplayableFirstCallWhoseNodeDiedIsMadeAgain(t *testing.T) {
 	assert.Equal(t, tasks.Working, d.Status, "not taken over before 30 s of silence")
 	clkB.Add(15 * time.Second)
 	d = cb.until(t, id, tasks.InputRequired)
-	var key string
-	for k := range d.InputRequests {
-		key = k
-	}
-	a.mu.Lock()
-	askedA := slices.Clone(a.asked)
-	a.mu.Unlock()
-	b.mu.Lock()
-	askedB, dropped := slices.Clone(b.asked), slices.Clone(b.dropped)
-	b.mu.Unlock()
+	key := keyOf(d)
+	askedA, _ := a.firstCalls()
+	askedB, dropped := b.firstCalls()
 	require.Len(t, askedA, 1)
 	require.Len(t, askedB, 1, "made again on B")
 	assert.NotEqual(t, askedA[0], askedB[0], "under a question of its own")
@@ -959,12 +962,8 @@ func TestATakeoverDropsEveryQuestionTheFirstCallsNamed(t *testing.T) {
 	require.NoError(t, err)
 	clkB.Add(35 * time.Second)
 	cb.until(t, id, tasks.InputRequired)
-	a.mu.Lock()
-	askedA := slices.Clone(a.asked)
-	a.mu.Unlock()
-	b.mu.Lock()
-	dropped := slices.Clone(b.dropped)
-	b.mu.Unlock()
+	askedA, _ := a.firstCalls()
+	_, dropped := b.firstCalls()
 	require.Len(t, askedA, 1)
 	assert.Contains(t, dropped, "caller-A/"+askedA[0], "A's question dropped too")
 }
