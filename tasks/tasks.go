@@ -1091,12 +1091,11 @@ func (s *Server) method(ctx context.Context, method string, req mcp.Request, nex
 		if err != nil {
 			return nil, err
 		}
-		switch now := s.o.Clock.Now(); {
-		case s.stopping():
-			// A stopping node takes nothing on: another node will.
-		case tk.Status == InputRequired && s.o.Ended != nil && !tk.Due.IsZero() && now.After(tk.Due.Add(expirySlack)):
+		switch {
+		case s.plainGet(tk):
+		case s.due(tk):
 			rec, tk = s.expire(ctx, owner, id, rec, tk, caller, req, next)
-		case tk.Status == Working && now.Sub(tk.Beat) > staleAfter && !s.isRunning(id, tk.Claim):
+		case s.silent(id, tk):
 			rec, tk = s.orphaned(ctx, owner, id, rec, tk, caller, req, next)
 		}
 		return s.detailed(rec, tk), nil
@@ -1105,6 +1104,25 @@ func (s *Server) method(ctx context.Context, method string, req mcp.Request, nex
 	default:
 		return s.update(ctx, owner, id, answers, caller, req, next)
 	}
+}
+
+// plainGet reports whether a tasks/get of tk has nothing to do but read it: the node is
+// stopping (it takes nothing on: another node will), or tk is neither due nor silent.
+func (s *Server) plainGet(tk task) bool {
+	return s.stopping() || !s.due(tk) && !s.silent("", tk)
+}
+
+// due reports whether tk waits for an answer past its question's deadline: its question
+// may have ended (expire).
+func (s *Server) due(tk task) bool {
+	return tk.Status == InputRequired && s.o.Ended != nil && !tk.Due.IsZero() && s.o.Clock.Now().After(tk.Due.Add(expirySlack))
+}
+
+// silent reports whether tk is working on a node whose beats have stopped (orphaned): not
+// this one, running task id (id "": asked of the beats alone, when this node runs it, it
+// beats).
+func (s *Server) silent(id string, tk task) bool {
+	return tk.Status == Working && s.o.Clock.Now().Sub(tk.Beat) > staleAfter && (id == "" || !s.isRunning(id, tk.Claim))
 }
 
 func (s *Server) detailed(rec store.Record, tk task) *detailed {

@@ -248,6 +248,9 @@ func newNode(t *testing.T, clk *clock.Mock, st store.Store) *fixture {
 	var mu sync.Mutex
 	owners := map[*mcp.ServerSession]string{}
 	ownerOf := func(req *mcp.CallToolRequest) string {
+		if req.Extra != nil && req.Extra.TokenInfo != nil {
+			return req.Extra.TokenInfo.UserID // over HTTP, the bearer token's (poll_test.go)
+		}
 		// One caller per session, as elicitd's stdio has it.
 		mu.Lock()
 		defer mu.Unlock()

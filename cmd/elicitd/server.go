@@ -70,8 +70,9 @@ type server struct {
 	pages       *page.Server // served beside MCP over HTTP; nil when there is none
 	opts        options
 	log         *slog.Logger
-	tasks       *tasks.Server // nil: the extension is off
-	closeTasks  func() error  // closes the tasks' own store, if they have one
+	tasks       *tasks.Server       // nil: the extension is off
+	impl        *mcp.Implementation // mcp's, which names it in every 2026-07-28 result
+	closeTasks  func() error        // closes the tasks' own store, if they have one
 	templates   served
 	stopReloads func() // stops the SIGHUP watcher; nil without template directories
 }
@@ -90,7 +91,8 @@ func newServer(o options, version string) *server {
 		caps = &mcp.ServerCapabilities{Logging: &mcp.LoggingCapabilities{}}
 		tasks.Capabilities(caps)
 	}
-	*s = server{mcp: mcp.NewServer(&mcp.Implementation{Name: "elicitd", Version: version}, &mcp.ServerOptions{
+	impl := &mcp.Implementation{Name: "elicitd", Version: version}
+	*s = server{impl: impl, mcp: mcp.NewServer(impl, &mcp.ServerOptions{
 		Logger:       cmp.Or(o.SDKLogger, o.Logger),
 		Capabilities: caps,
 		// go-sdk answers prompts/list on every server, so elicitd declares prompts: a

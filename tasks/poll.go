@@ -1,0 +1,217 @@
+package tasks
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"mime"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// Polls answers, in front of next (go-sdk's stateless Streamable HTTP handler), a tasks/get
+// that has nothing to do but read the task: the request a client waiting for the person
+// sends most, every pollIntervalMs, for as long as the person takes. go-sdk spends most of
+// a stateless request on its own decoding (it reads the body several times, each read
+// allocating a 32 KiB buffer, and makes a session for it); a poll answered here reads the
+// body once and the record once, and costs a fraction of that (docs/tasks.md has the
+// figures).
+//
+// Only a plain poll is answered here, with exactly the response go-sdk would write: one
+// JSON-RPC request (not a batch) of method tasks/get, for protocol 2026-07-28 in its
+// header and its _meta, with the Mcp-Method header, client capabilities in _meta that
+// declare the extension, no Mcp-Name header or one naming the task, from a caller
+// owner(r) names (""; none), for a task the caller has whose tasks/get has nothing to do
+// (not stopping, not past its question's deadline, not a working task gone silent).
+// Anything else, a malformed or refused request included, goes to next with its body
+// untouched, so that every error is go-sdk's and the tasks middleware's own.
+//
+// server is the go-sdk server's implementation, which go-sdk names in the _meta of every
+// 2026-07-28 result (SEP-2575); owner must name the same owner for r as Options.Owner does
+// for the requests the SDK makes of it.
+func (s *Server) Polls(next http.Handler, server *mcp.Implementation, owner func(*http.Request) string) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Method != http.MethodPost || r.Header.Get("Mcp-Method") != "tasks/get" || r.Header.Get("Mcp-Protocol-Version") != PullEra {
+			next.ServeHTTP(w, r)
+			return
+		}
+		body, whole := readUpTo(r, maxPoll)
+		if whole && s.poll(w, r, body, server, owner) {
+			return
+		}
+		r.Body = restored{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// maxPoll bounds the body of a poll Polls answers: a tasks/get is a few hundred bytes.
+const maxPoll = 16 << 10
+
+// readUpTo reads r's body up to n bytes; whole is false when it is longer, or unreadable.
+func readUpTo(r *http.Request, n int64) (b []byte, whole bool) {
+	b, err := io.ReadAll(io.LimitReader(r.Body, n+1))
+	return b, err == nil && int64(len(b)) <= n
+}
+
+// restored is a request body given back whole: what was read, then the rest.
+type restored struct {
+	io.Reader
+	io.Closer
+}
+
+// pollRequest is the JSON-RPC request of a poll.
+type pollRequest struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Method  string          `json:"method"`
+	Params  *struct {
+		TaskID string                     `json:"taskId"`
+		Meta   map[string]json.RawMessage `json:"_meta"`
+	} `json:"params"`
+}
+
+// pollResponse is go-sdk's JSON-RPC response, field for field.
+type pollResponse struct {
+	JSONRPC string          `json:"jsonrpc"`
+	ID      json.RawMessage `json:"id"`
+	Result  *detailed       `json:"result"`
+}
+
+// poll answers r if it is a plain poll (see Polls), and reports whether it did.
+func (s *Server) poll(w http.ResponseWriter, r *http.Request, body []byte, server *mcp.Implementation, owner func(*http.Request) string) bool {
+	if !plainTransport(r) {
+		return false
+	}
+	var req pollRequest
+	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" || req.Method != "tasks/get" || req.Params == nil {
+		return false
+	}
+	id, ok := rpcID(req.ID)
+	if !ok {
+		return false
+	}
+	task := req.Params.TaskID
+	if task == "" || !plainMeta(req.Params.Meta) {
+		return false
+	}
+	if name, ok := r.Header[http.CanonicalHeaderKey("Mcp-Name")]; ok && (len(name) != 1 || strings.TrimSpace(name[0]) != task) {
+		return false
+	}
+	o := owner(r)
+	if o == "" {
+		return false
+	}
+	rec, tk, err := s.read(r.Context(), o, task)
+	if err != nil || !s.plainGet(tk) {
+		return false
+	}
+	d := s.detailed(rec, tk)
+	d.Meta = mcp.Meta{mcp.MetaKeyServerInfo: server}
+	out, err := json.Marshal(pollResponse{JSONRPC: "2.0", ID: id, Result: d})
+	if err != nil {
+		return false
+	}
+	h := w.Header()
+	h.Set("Cache-Control", "no-cache, no-transform")
+	h.Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(out)
+	return true
+}
+
+// plainTransport reports whether go-sdk's handler would take r's transport as it is: JSON
+// in, both JSON and an event stream accepted, no Last-Event-ID, and not a loopback
+// listener reached under another host's name (go-sdk's DNS rebinding check).
+func plainTransport(r *http.Request) bool {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		return false
+	}
+	if len(r.Header.Values("Last-Event-ID")) > 0 {
+		return false
+	}
+	jsonOK, streamOK := false, false
+	for _, v := range r.Header.Values("Accept") {
+		for _, part := range strings.Split(v, ",") {
+			base, _, _ := strings.Cut(part, ";")
+			switch strings.ToLower(strings.TrimSpace(base)) {
+			case "application/json", "application/*":
+				jsonOK = true
+			case "text/event-stream", "text/*":
+				streamOK = true
+			case "*/*":
+				jsonOK, streamOK = true, true
+			}
+		}
+	}
+	if !jsonOK || !streamOK {
+		return false
+	}
+	if local, ok := r.Context().Value(http.LocalAddrContextKey).(net.Addr); ok && local != nil && loopback(local.String()) && !loopback(r.Host) {
+		return false
+	}
+	return true
+}
+
+// loopback reports whether addr (a host, with or without a port) names this machine only.
+func loopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	if err != nil {
+		host = addr
+	}
+	if host == "localhost" {
+		return true
+	}
+	ip := net.ParseIP(strings.Trim(host, "[]"))
+	return ip != nil && ip.IsLoopback()
+}
+
+// rpcID returns a JSON-RPC id as go-sdk writes it back: a string, or an integer.
+func rpcID(raw json.RawMessage) (json.RawMessage, bool) {
+	var v any
+	d := json.NewDecoder(bytes.NewReader(raw))
+	d.UseNumber()
+	if len(raw) == 0 || d.Decode(&v) != nil {
+		return nil, false
+	}
+	switch v := v.(type) {
+	case string:
+		b, err := json.Marshal(v)
+		return b, err == nil
+	case json.Number:
+		n, err := strconv.ParseInt(v.String(), 10, 64)
+		if err != nil {
+			return nil, false
+		}
+		return strconv.AppendInt(nil, n, 10), true
+	}
+	return nil, false
+}
+
+// plainMeta reports whether a poll's _meta is one go-sdk takes as it is (protocol
+// 2026-07-28, client capabilities that decode, client info that decodes if there is one)
+// and declares the extension.
+func plainMeta(meta map[string]json.RawMessage) bool {
+	var version string
+	if json.Unmarshal(meta[mcp.MetaKeyProtocolVersion], &version) != nil || version != PullEra {
+		return false
+	}
+	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
+		var impl mcp.Implementation
+		if json.Unmarshal(info, &impl) != nil {
+			return false
+		}
+	}
+	raw, ok := meta[mcp.MetaKeyClientCapabilities]
+	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+		return false
+	}
+	var caps mcp.ClientCapabilities
+	if json.Unmarshal(raw, &caps) != nil {
+		return false
+	}
+	return declares(&caps)
+}
