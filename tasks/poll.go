@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -87,7 +88,7 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request, body []byte, serve
 		return false
 	}
 	var req pollRequest
-	if json.Unmarshal(body, &req) != nil || req.JSONRPC != "2.0" || req.Method != "tasks/get" || req.Params == nil {
+	if strictJSON(body, &req) != nil || req.JSONRPC != "2.0" || req.Method != "tasks/get" || req.Params == nil {
 		return false
 	}
 	id, ok := rpcID(req.ID)
@@ -182,8 +183,10 @@ func rpcID(raw json.RawMessage) (json.RawMessage, bool) {
 		b, err := json.Marshal(v)
 		return b, err == nil
 	case json.Number:
+		// go-sdk reads a number id as a float64 and writes back its integer part: only
+		// integers it holds exactly are written back here.
 		n, err := strconv.ParseInt(v.String(), 10, 64)
-		if err != nil {
+		if err != nil || n > 1<<53 || n < -(1<<53) {
 			return nil, false
 		}
 		return strconv.AppendInt(nil, n, 10), true
@@ -191,17 +194,22 @@ func rpcID(raw json.RawMessage) (json.RawMessage, bool) {
 	return nil, false
 }
 
+// strictJSON decodes as go-sdk does where it matters here: member names match exactly
+// (go-sdk's decoder does not match them case-insensitively, as encoding/json does). What
+// it refuses besides (a name given twice, invalid UTF-8) goes to go-sdk.
+func strictJSON(b []byte, v any) error { return jsonv2.Unmarshal(b, v) }
+
 // plainMeta reports whether a poll's _meta is one go-sdk takes as it is (protocol
 // 2026-07-28, client capabilities that decode, client info that decodes if there is one)
 // and declares the extension.
 func plainMeta(meta map[string]json.RawMessage) bool {
 	var version string
-	if json.Unmarshal(meta[mcp.MetaKeyProtocolVersion], &version) != nil || version != PullEra {
+	if strictJSON(meta[mcp.MetaKeyProtocolVersion], &version) != nil || version != PullEra {
 		return false
 	}
 	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
 		var impl mcp.Implementation
-		if json.Unmarshal(info, &impl) != nil {
+		if strictJSON(info, &impl) != nil {
 			return false
 		}
 	}
@@ -210,7 +218,7 @@ func plainMeta(meta map[string]json.RawMessage) bool {
 		return false
 	}
 	var caps mcp.ClientCapabilities
-	if json.Unmarshal(raw, &caps) != nil {
+	if strictJSON(raw, &caps) != nil {
 		return false
 	}
 	return declares(&caps)

@@ -110,6 +110,17 @@ var polls = []aPoll{
 	{name: "a client info that does not decode", body: func(id string) string {
 		return strings.Replace(plainPoll(id), `{"name":"c","version":"1"}`, `{"name":5}`, 1)
 	}},
+	{name: "taskId in other case", body: func(id string) string { return strings.Replace(plainPoll(id), `"taskId"`, `"TaskID"`, 1) }},
+	{name: "extensions in other case", body: func(id string) string {
+		return strings.Replace(plainPoll(id), `"extensions"`, `"Extensions"`, 1)
+	}},
+	{name: "taskId twice", body: func(id string) string {
+		return strings.Replace(plainPoll(id), `"taskId"`, `"taskId":"other","taskId"`, 1)
+	}},
+	{name: "a null id", body: func(id string) string { return strings.Replace(plainPoll(id), `"id":7`, `"id":null`, 1) }},
+	{name: "an id past what a float64 holds", body: func(id string) string {
+		return strings.Replace(plainPoll(id), `"id":7`, `"id":9007199254740993`, 1)
+	}},
 	{name: "a fractional id", body: func(id string) string { return strings.Replace(plainPoll(id), `"id":7`, `"id":7.5`, 1) }},
 	{name: "a body past the bound", body: func(id string) string {
 		return strings.Replace(plainPoll(id), `"version":"1"`, `"version":"1","pad":"`+strings.Repeat("x", 20<<10)+`"`, 1)
