@@ -40,23 +40,26 @@ func (s *Server) Polls(next http.Handler, server *mcp.Implementation, owner func
 			next.ServeHTTP(w, r)
 			return
 		}
-		body, whole := readUpTo(r, maxPoll)
-		if whole && s.poll(w, r, body, server, owner) {
+		body, err := io.ReadAll(io.LimitReader(r.Body, maxPoll+1))
+		if err == nil && len(body) <= maxPoll && s.poll(w, r, body, server, owner) {
 			return
 		}
-		r.Body = restored{io.MultiReader(bytes.NewReader(body), r.Body), r.Body}
+		rest := io.Reader(r.Body)
+		if err != nil {
+			rest = failed{err} // go-sdk hears the error the body's read ended with
+		}
+		r.Body = restored{io.MultiReader(bytes.NewReader(body), rest), r.Body}
 		next.ServeHTTP(w, r)
 	})
 }
 
+// failed is a reader whose reads fail with err.
+type failed struct{ err error }
+
+func (f failed) Read([]byte) (int, error) { return 0, f.err }
+
 // maxPoll bounds the body of a poll Polls answers: a tasks/get is a few hundred bytes.
 const maxPoll = 16 << 10
-
-// readUpTo reads r's body up to n bytes; whole is false when it is longer, or unreadable.
-func readUpTo(r *http.Request, n int64) (b []byte, whole bool) {
-	b, err := io.ReadAll(io.LimitReader(r.Body, n+1))
-	return b, err == nil && int64(len(b)) <= n
-}
 
 // restored is a request body given back whole: what was read, then the rest.
 type restored struct {
@@ -88,7 +91,7 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request, body []byte, serve
 		return false
 	}
 	var req pollRequest
-	if strictJSON(body, &req) != nil || req.JSONRPC != "2.0" || req.Method != "tasks/get" || req.Params == nil {
+	if tooDeep(body) || strictJSON(body, &req, jsonv2.RejectUnknownMembers(true)) != nil || req.JSONRPC != "2.0" || req.Method != "tasks/get" || req.Params == nil {
 		return false
 	}
 	id, ok := rpcID(req.ID)
@@ -112,15 +115,17 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request, body []byte, serve
 	}
 	d := s.detailed(rec, tk)
 	d.Meta = mcp.Meta{mcp.MetaKeyServerInfo: server}
-	out, err := json.Marshal(pollResponse{JSONRPC: "2.0", ID: id, Result: d})
-	if err != nil {
+	var out bytes.Buffer
+	enc := json.NewEncoder(&out)
+	enc.SetEscapeHTML(false) // as go-sdk writes
+	if enc.Encode(pollResponse{JSONRPC: "2.0", ID: id, Result: d}) != nil {
 		return false
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(out)
+	_, _ = w.Write(bytes.TrimSuffix(out.Bytes(), []byte("\n")))
 	return true
 }
 
@@ -180,8 +185,11 @@ func rpcID(raw json.RawMessage) (json.RawMessage, bool) {
 	}
 	switch v := v.(type) {
 	case string:
-		b, err := json.Marshal(v)
-		return b, err == nil
+		var b bytes.Buffer
+		enc := json.NewEncoder(&b)
+		enc.SetEscapeHTML(false)
+		err := enc.Encode(v)
+		return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err == nil
 	case json.Number:
 		// go-sdk reads a number id as a float64 and writes back its integer part: only
 		// integers it holds exactly are written back here.
@@ -197,24 +205,60 @@ func rpcID(raw json.RawMessage) (json.RawMessage, bool) {
 // strictJSON decodes as go-sdk does where it matters here: member names match exactly
 // (go-sdk's decoder does not match them case-insensitively, as encoding/json does). What
 // it refuses besides (a name given twice, invalid UTF-8) goes to go-sdk.
-func strictJSON(b []byte, v any) error { return jsonv2.Unmarshal(b, v) }
+func strictJSON(b []byte, v any, o ...jsonv2.Options) error { return jsonv2.Unmarshal(b, v, o...) }
+
+// maxDepth is go-sdk's bound on the nesting of a message's JSON.
+const maxDepth = 1000
+
+// tooDeep reports whether b nests objects and arrays deeper than go-sdk reads.
+func tooDeep(b []byte) bool {
+	depth, inString, escaped := 0, false, false
+	for _, c := range b {
+		switch {
+		case inString && escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case inString && c == '"':
+			inString = false
+		case inString:
+		case c == '"':
+			inString = true
+		case c == '{' || c == '[':
+			if depth++; depth > maxDepth {
+				return true
+			}
+		case c == '}' || c == ']':
+			depth--
+		}
+	}
+	return false
+}
 
 // plainMeta reports whether a poll's _meta is one go-sdk takes as it is (protocol
 // 2026-07-28, client capabilities that decode, client info that decodes if there is one)
 // and declares the extension.
 func plainMeta(meta map[string]json.RawMessage) bool {
+	for _, v := range meta {
+		// go-sdk reads the whole _meta, and finds none if a value does not read (a number
+		// past a float64, say).
+		var x any
+		if strictJSON(v, &x) != nil {
+			return false
+		}
+	}
 	var version string
 	if strictJSON(meta[mcp.MetaKeyProtocolVersion], &version) != nil || version != PullEra {
 		return false
 	}
 	if info, ok := meta[mcp.MetaKeyClientInfo]; ok {
 		var impl mcp.Implementation
-		if strictJSON(info, &impl) != nil {
+		if isNull(info) || strictJSON(info, &impl) != nil {
 			return false
 		}
 	}
 	raw, ok := meta[mcp.MetaKeyClientCapabilities]
-	if !ok || bytes.Equal(bytes.TrimSpace(raw), []byte("null")) {
+	if !ok || isNull(raw) {
 		return false
 	}
 	var caps mcp.ClientCapabilities
@@ -223,3 +267,5 @@ func plainMeta(meta map[string]json.RawMessage) bool {
 	}
 	return declares(&caps)
 }
+
+func isNull(v json.RawMessage) bool { return bytes.Equal(bytes.TrimSpace(v), []byte("null")) }

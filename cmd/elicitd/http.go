@@ -110,10 +110,13 @@ func (s *server) httpHandler(hc httpConfig, caps *sessionCaps, log *slog.Logger)
 	// SSE stream would cost both sides its framing, a flush and the client's stream reader
 	// on every round (14% more calls a second at one caller, 11% less server CPU).
 	stateless := s.el.WatchStreams(mcp.NewStreamableHTTPHandler(get, &mcp.StreamableHTTPOptions{Logger: log, Stateless: true, JSONResponse: true}))
-	if s.tasks != nil && s.opts.Owner != nil {
+	if owner := s.opts.Owner; s.tasks != nil && owner != nil {
 		// A task's poll, the request a waiting client sends most, is read and answered
-		// before go-sdk's handler when there is nothing else to do (tasks.Server.Polls).
-		stateless = s.tasks.Polls(stateless, s.impl, pollCaller)
+		// before go-sdk's handler when there is nothing else to do (tasks.Server.Polls),
+		// for the owner the same hook names: a stateless request has no session.
+		stateless = s.tasks.Polls(stateless, s.impl, func(r *http.Request) string {
+			return owner(&mcp.CallToolRequest{Extra: &mcp.RequestExtra{TokenInfo: auth.TokenInfoFromContext(r.Context()), Header: r.Header}})
+		})
 	}
 	var h http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if id := r.Header.Get("Mcp-Session-Id"); r.Method == http.MethodDelete && id != "" {
@@ -313,22 +316,11 @@ func callerOwner(req *mcp.CallToolRequest) string {
 	if req.Session != nil && req.Session.ID() != "" {
 		return ""
 	}
-	if req.Extra != nil {
-		return callerOf(req.Extra.TokenInfo)
-	}
-	return callerOf(nil)
-}
-
-// callerOf names the caller a stateless request's token names, or the local user (ti nil).
-func callerOf(ti *auth.TokenInfo) string {
-	if ti != nil {
-		return "caller:" + ti.UserID
+	if req.Extra != nil && req.Extra.TokenInfo != nil {
+		return "caller:" + req.Extra.TokenInfo.UserID
 	}
 	return "caller:local"
 }
-
-// pollCaller is callerOwner for a tasks/get that tasks.Server.Polls answers before go-sdk.
-func pollCaller(r *http.Request) string { return callerOf(auth.TokenInfoFromContext(r.Context())) }
 
 // serveHTTP runs s on ln until ctx ends (a signal). Then /readyz answers 503 at once; after
 // hc.drainWait (a load balancer's time to see it), the node refuses new calls (2026-07-28
