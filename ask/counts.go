@@ -71,7 +71,7 @@ type Counts struct {
 	// ReplayedRounds the rounds their replays answered from the record; Divergences the
 	// replays that went another way than the record, and ended the call.
 	TakeOvers, ReplayedRounds, Divergences uint64
-	// Hibernated counts the rounds after which a call hibernated (hibernate.go): its
+	// Hibernated counts the rounds after which a call hibernated (durable_hibernate.go): its
 	// goroutines ended, and the next round woke it by a replay, here or on another node.
 	Hibernated uint64
 	// Swept are the open questions of dead nodes this node ended client_gone.

@@ -77,6 +77,28 @@
 //   - The handler lives in this process: after a restart a retry is told the question has
 //     ended, and the client calls the tool again.
 //
+// # The durable call
+//
+// With a store (Options.Store), a pull-era call is also a record, and its life is the
+// durable*.go files', the only ones that read or write the store or talk to other nodes:
+//
+//   - durable.go: the record written through on every step a client can see (a round
+//     handed out, a round claimed, the handler's result), compare-and-set, fenced once
+//     another node takes the call over;
+//   - durable_hibernate.go: between rounds a replayable call's goroutine ends; what stays is
+//     its record and a sleeper (a registry member and a timer), woken by the next round on
+//     any node;
+//   - durable_takeover.go: a call whose node is gone is taken over and its handler replayed
+//     from the record's log;
+//   - durable_forward.go, durable_pages.go, durable_manage.go: a retry, a page request or a
+//     management op for a call another node holds goes there over the store's relay;
+//   - durable_roster.go: each node's roster of its push-era questions, swept when the node
+//     dies, and the adoption of its hibernating ones;
+//   - durable_ends.go: the ends of a call's questions carried in its record until told;
+//   - durable_tasks.go: what package tasks, which drives the pull era for a task's client,
+//     asks of a durable call (FirstCall, DropUnseen, QuestionEnded, Retryable). A task is
+//     the pull era's call with a task record beside it, not a third copy of its life.
+//
 // # What the engine does for every question
 //
 // Answers are normalised and checked by the form (package validator); an invalid answer

@@ -15,7 +15,7 @@ package ask
 //
 // Every write is a compare-and-set on the revision this node last wrote. One that loses to
 // another node's take-over (the record's node or epoch moved) finds the call fenced: it
-// stops, writes nothing more, and its goroutine ends without an outcome (replay.go).
+// stops, writes nothing more, and its goroutine ends without an outcome (durable_takeover.go).
 
 import (
 	"bytes"
@@ -96,7 +96,7 @@ type durable struct {
 	// argsSum is argsDigest(args), once computed.
 	argsSum string
 	// The ends of the call's questions (reported, or due: endsDue) that no write has
-	// carried yet: the next write that records an outcome carries them (outbox.go).
+	// carried yet: the next write that records an outcome carries them (durable_ends.go).
 	carry []Ending
 	// carrying: the write being made carries them; noEnds: it goes without them (it was
 	// too large with them).
@@ -221,7 +221,7 @@ func (c *call) endDue(e Ending) bool {
 // writeLocked is write, c.wmu held. A first write (a Create) that finds the record there
 // already reads it: one this node wrote (a write reported failed that landed all the same)
 // is c's; another node's means that node wrote it from the requestState of the first round
-// and took the call over (replay.go): c is fenced.
+// and took the call over (durable_takeover.go): c is fenced.
 func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) error) error {
 	if c.fenced {
 		return errFenced
@@ -316,7 +316,7 @@ func (c *call) writeLocked(ctx context.Context, change func(r *store.Record) err
 		}
 		if cur.Node != c.el.node || cur.Epoch != c.rec.Epoch || cur.State == stateClosed {
 			// Taken over; or, its question ended while it hibernated (its deadline, a
-			// cancel), and this node's wake lost to that (hibernate.go).
+			// cancel), and this node's wake lost to that (durable_hibernate.go).
 			c.fenced = true
 			return errFenced
 		}
@@ -419,7 +419,7 @@ func keepDeadline(r *store.Record) {
 // write of the call, and every question about its record (recorded, isFenced), waits for
 // it: a retry's claim is never written before the round it claims. A write that fails
 // loses nothing: the call's next write records the round with its own (first), a node that
-// finds no record writes it from the requestState (replay.go), and until a first round is
+// finds no record writes it from the requestState (durable_takeover.go), and until a first round is
 // recorded again, the Elicitor records the next calls' first rounds before their prompts
 // go out (so a store that fails refuses new questions, rather than ask them).
 //
@@ -890,24 +890,4 @@ func sameAsReencoded(v []byte) bool {
 		}
 	}
 	return true
-}
-
-// Retryable reports whether res, a tool call's result, is this package's answer to a
-// request it could not serve now, whose question is not over: the store away, the node
-// stopping, or the call moved to another node. The same request, sent again (here, or to
-// another node), goes on. For a driver of the pull era that is not the client (package
-// tasks), which resends it itself.
-func Retryable(res *mcp.CallToolResult) bool {
-	if res == nil || !res.IsError {
-		return false
-	}
-	var p struct {
-		Code   string `json:"code"`
-		Reason string `json:"reason"`
-	}
-	raw, err := json.Marshal(res.StructuredContent)
-	if err != nil || json.Unmarshal(raw, &p) != nil {
-		return false
-	}
-	return p.Code == CodeStoreUnavailable || p.Code == CodeStopping || p.Code == CodeInvalidRequestState && p.Reason == "moved"
 }

@@ -77,15 +77,15 @@ type Options struct {
 	// shares it, and a restart loses nothing. Nil: calls live in this process only.
 	// Several nodes sharing a store must share StateKey too.
 	Store store.Store
-	// Relay forwards a retry to the node whose goroutine holds its call (forward.go); nil:
+	// Relay forwards a retry to the node whose goroutine holds its call (durable_forward.go); nil:
 	// Store's, if it is a store.Relay too. Without one, a node takes over every call a
-	// retry brings it (replay.go).
+	// retry brings it (durable_takeover.go).
 	Relay store.Relay
 	// PingEvery is how often a retry forwarded to another node (Relay), while it waits
 	// for that node's answer, asks the node whether it runs; PingWait is how long such a
 	// ping may go unanswered before the node is held to be frozen or cut off (it keeps
 	// its NATS connection, so nothing says "no responders") and the call is taken over
-	// (replay.go). A node that only works slowly answers its pings meanwhile, and keeps
+	// (durable_takeover.go). A node that only works slowly answers its pings meanwhile, and keeps
 	// the call. 0: DefaultPingEvery, DefaultPingWait. Both run on Clock.
 	PingEvery, PingWait time.Duration
 	// RecordBehind lets a pull-era call's first prompt go out before the store has its
@@ -110,7 +110,7 @@ type Options struct {
 	// KeepAwake keeps a pull-era call's handler running between its rounds, parked in Ask,
 	// as calls without a store do. By default, with a Store, a Replayable tool's call
 	// hibernates once a round is handed out and recorded: no goroutine stays, and the next
-	// round replays the handler from the record on whichever node it reaches (hibernate.go).
+	// round replays the handler from the record on whichever node it reaches (durable_hibernate.go).
 	KeepAwake bool
 	// Node names this Elicitor among those sharing Store: 1-64 letters, digits or '-',
 	// unique to each running process; random when empty (the usual choice).

@@ -65,7 +65,7 @@ func (el *Elicitor) reportEnd(c *call, q Question, e *elicitation.Elicitation, n
 	end.Answers, end.Sensitive = leaving(q.Form, o.Data)
 	if c.pull && el.store != nil {
 		// The call's next write that records an outcome carries it: a node serving that
-		// outcome to a resend reports it too (outbox.go).
+		// outcome to a resend reports it too (durable_ends.go).
 		c.carryEnd(end)
 	}
 	if c.pull && c.endDue(end) {

@@ -1,7 +1,11 @@
 package ask_test
 
 import (
+	"go/ast"
+	"go/parser"
+	"go/token"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -28,4 +32,40 @@ func TestOnlyTheFaceImportsTheSDK(t *testing.T) {
 		allowed := p == "ask" || p == "tasks" || p == "elicittest" || strings.HasPrefix(p, "cmd/") || strings.HasPrefix(p, "examples/")
 		assert.True(t, allowed, "%s imports the MCP SDK; only the face, tasks, cmd/, examples/ and the test kit may", p)
 	}
+}
+
+// The durable call's life has one home: only the durable*.go files read or write the store
+// and talk to other nodes (calls on the Elicitor's store and relay); the face and the eras
+// only ask whether there is a store.
+func TestOnlyTheDurableFilesUseTheStore(t *testing.T) {
+	files, err := filepath.Glob("*.go")
+	require.NoError(t, err)
+	fset := token.NewFileSet()
+	seen := 0
+	for _, name := range files {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, name, nil, 0)
+		require.NoError(t, err)
+		ast.Inspect(f, func(n ast.Node) bool {
+			call, ok := n.(*ast.CallExpr)
+			if !ok {
+				return true
+			}
+			method, ok := call.Fun.(*ast.SelectorExpr)
+			if !ok {
+				return true
+			}
+			field, ok := method.X.(*ast.SelectorExpr)
+			if !ok || field.Sel.Name != "store" && field.Sel.Name != "relay" {
+				return true
+			}
+			seen++
+			assert.True(t, strings.HasPrefix(name, "durable"), "%s calls %s.%s: the store is the durable files' (durable*.go)",
+				fset.Position(call.Pos()), field.Sel.Name, method.Sel.Name)
+			return true
+		})
+	}
+	assert.Positive(t, seen, "the durable files' calls on the store were seen")
 }

@@ -14,7 +14,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/benbjohnson/clock"
@@ -22,7 +21,6 @@ import (
 
 	"github.com/elicitd/elicitd/elicitation"
 	"github.com/elicitd/elicitd/internal/stack"
-	"github.com/elicitd/elicitd/store"
 )
 
 // callKey carries the *call of a handler's context.
@@ -33,7 +31,7 @@ type callKey struct{}
 // it asks is handed to whichever call is waiting (the first, or a retry that brought the last
 // answer), as input requests with a signed requestState naming the call; its result goes to
 // the call waiting when it returns. With a store (durable.go) the call is also a record that
-// any node can forward a retry by (forward.go) or take the call over from (replay.go).
+// any node can forward a retry by (durable_forward.go) or take the call over from (durable_takeover.go).
 type call struct {
 	el    *Elicitor
 	req   *mcp.CallToolRequest // the request that started it
@@ -62,11 +60,11 @@ type call struct {
 	killedBy elicitation.Reason
 	links    *links // the pages of the question asked now, if it may use them; set by its way
 	how      string // how its last question ended
-	// sleeping is set once c hibernates (hibernate.go): its handler's end is dropped. It is
+	// sleeping is set once c hibernates (durable_hibernate.go): its handler's end is dropped. It is
 	// closed once c's sleeper stands in its place.
 	sleeping chan struct{}
 	question string // a call taken over: the id of the question it was asking, kept
-	// A call whose record was closed (hibernate.go): the question it was asking has ended,
+	// A call whose record was closed (durable_hibernate.go): the question it was asking has ended,
 	// and was reported; when the replay reaches it, it is ended again with closeReason.
 	closedAt bool
 	// heldHere: the question a replay reaches live was asleep on this node, which counts
@@ -339,7 +337,7 @@ func (c *call) next(ctx context.Context) result {
 			continue // superseded while queued, or ended: the handler says what follows
 		}
 		if c.closedAt && !c.replaying() {
-			continue // the question it reaches has ended (hibernate.go): nothing is handed out
+			continue // the question it reaches has ended (durable_hibernate.go): nothing is handed out
 		}
 		if c.replaying() {
 			if c.pageAgain(pr) {
@@ -773,72 +771,4 @@ func (c *call) answer(ctx context.Context, pr elicitation.Prompt, round int, res
 	// Answered, or the question ended at that instant (its deadline): the handler says
 	// what follows.
 	return c.next(ctx)
-}
-
-type firstCallKey struct{}
-
-// firstCall is a first call made under FirstCall.
-type firstCall struct {
-	id         string
-	replayable atomic.Bool
-}
-
-// FirstCall returns ctx for a 2026-07-28 first call (without requestState) whose question,
-// if it asks one, is to have the id question: a driver of the pull era that is not the
-// person's client (package tasks) names it, so that should the node making the call be gone
-// before its client hears of the question, another node can drop it (DropUnseen) and make
-// the call again. The id must be new, unguessable and a valid store id; it is used with a
-// store only. replayable reports, once the call has begun, whether its tool is Replayable
-// and the Elicitor has a store: whether it may be made again on another node.
-func (el *Elicitor) FirstCall(ctx context.Context, question string) (_ context.Context, replayable func() bool) {
-	fc := &firstCall{id: question}
-	return context.WithValue(ctx, firstCallKey{}, fc), fc.replayable.Load
-}
-
-// DropUnseen removes owner's question id, asked by a first call (FirstCall) whose client
-// never heard of it: deleted if no round of it was claimed, whichever node holds it, or kept
-// from being written later if it is not there. A store that does not answer is asked again,
-// a little later each time, until it does. Without a store it does nothing.
-func (el *Elicitor) DropUnseen(owner, id string) {
-	if el.store == nil {
-		return
-	}
-	(&call{el: el, owner: owner, id: id}).dropLanded()
-}
-
-// QuestionEnded reports whether the question that the round req's requestState answers has
-// ended without its answer (timed out, or cancelled), so that the call's next request gets
-// the tool's result for that end whatever it answers: for a driver of the pull era that is
-// not the person's client (package tasks), which learns of an end only by asking. It reads
-// the call's record, or, without a store, the call this process holds. A requestState it
-// cannot use counts as ended: the next request hears why.
-func (el *Elicitor) QuestionEnded(ctx context.Context, req *mcp.CallToolRequest) bool {
-	owner := el.Owner(req)
-	st, e := el.openState(req.Params, owner)
-	if e != nil {
-		return true
-	}
-	c, ended := el.calls.find(st.ID)
-	if c != nil {
-		c.mu.Lock()
-		how := c.how
-		c.mu.Unlock()
-		if strings.HasPrefix(how, elicitation.TimedOut.String()) || strings.HasPrefix(how, elicitation.Cancelled.String()) {
-			return true
-		}
-		if el.store == nil || !c.recorded() {
-			return false
-		}
-	}
-	if el.store == nil {
-		return c == nil || ended.how != ""
-	}
-	rec, err := el.read(ctx, owner, st.ID, false)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return c == nil
-	case err != nil:
-		return false // the store did not answer: asked again later
-	}
-	return rec.State == stateClosed || rec.State == "ended"
 }

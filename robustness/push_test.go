@@ -78,7 +78,7 @@ type cut struct {
 	at   time.Time
 	why  string // what the client got
 	// asked is when the person was asked: a question asked less than the roster's flush
-	// (100 ms) before its node died may go unfound (ask/roster.go), a limit of the design.
+	// (100 ms) before its node died may go unfound (ask/durable_roster.go), a limit of the design.
 	asked time.Time
 	// unseen: the call was cut before its prompt reached the client. Its node may have made
 	// the question (and a survivor then ends it, client_gone, with an event) or not: its end

@@ -494,14 +494,14 @@ func matchCuts(all []cut, ended []event, completed func(key string) bool, back f
 		}
 		if !found && !ct.unseen && ct.at.Sub(ct.asked) < 250*time.Millisecond && !strings.Contains(ct.why, "shutdown") {
 			// Asked within the roster's flush before its node died: the survivors may not
-			// know of it (a limit of the design, ask/roster.go), and it ends with no event.
+			// know of it (a limit of the design, ask/durable_roster.go), and it ends with no event.
 			unrostered++
 			continue
 		}
 		if !found && !ct.unseen && storeOut(ct.node, ct.asked) {
 			// Its node could not list it in its roster (the store out for it from the
 			// ask until the node's process ended): nobody knows of it, a limit of the
-			// design (ask/roster.go).
+			// design (ask/durable_roster.go).
 			lostWithNode++
 			continue
 		}
@@ -516,7 +516,7 @@ func matchCuts(all []cut, ended []event, completed func(key string) bool, back f
 // was told to end (gone: SIGKILL or SIGTERM), as its push questions show: none of those
 // that completed in between (doneAt) has its event (hasEvent). An event, or a roster entry,
 // waiting for the store then lived only in the process, and went with it
-// (webhook.Deliverer.Queue, ask/roster.go): a limit of the design, with no node-local disk.
+// (webhook.Deliverer.Queue, ask/durable_roster.go): a limit of the design, with no node-local disk.
 // Had the store taken anything of the node's after at, it would have taken those too: a
 // waiting event is added as soon as any add goes through.
 func storeOutUntilGone(node int, at time.Time, gone func(node int, at time.Time) (time.Time, bool), doneAt map[string]time.Time, hasEvent func(key string) bool) bool {

@@ -96,7 +96,7 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 		var r result
 		if rec.State == stateClosed {
 			// Ended while it hibernated, and reported then: its result is made now, by
-			// the tool's handler, replayed into a question that has ended (hibernate.go).
+			// the tool's handler, replayed into a question that has ended (durable_hibernate.go).
 			r, err = el.closeOut(ctx, rec, st, req, replayable, start)
 		} else {
 			if r, done := el.toHolder(ctx, rec, absent, &silent, owner, req); done {

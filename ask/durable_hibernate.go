@@ -11,7 +11,7 @@ package ask
 // question's state.
 //
 // The next round wakes it on whichever node the client's retry reaches: the take-over path
-// (replay.go) runs the handler again, each earlier round answered from the record's log,
+// (durable_takeover.go) runs the handler again, each earlier round answered from the record's log,
 // in one compare-and-set that also claims the retry's round; no forwarding to the node
 // that asked it. The woken question keeps its id. The node that held the sleeper drops it
 // (told over the relay when another node woke it). A deadline reached while asleep is
@@ -570,7 +570,7 @@ func (el *Elicitor) wakePure(ctx context.Context, c *call, rec store.Record, st 
 // adoptAsleep takes over the timers of the questions that dead, a node that is gone, held
 // asleep: each record is made this node's (the next epoch, still asleep), and a sleeper
 // here ends it at its deadline, or at once if that has passed. Called by the survivor that
-// swept dead's roster (roster.go); it reads the whole store once. It reports whether it
+// swept dead's roster (durable_roster.go); it reads the whole store once. It reports whether it
 // adopted them all: not when the store failed it, or this node began to stop.
 func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) bool {
 	sc, ok := el.store.(store.Scanner)

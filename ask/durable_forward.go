@@ -4,7 +4,7 @@ package ask
 // store's Relay (core NATS request/reply), to the node whose goroutine does, as the record
 // names it; that node answers it as one of its own and sends back the result. A node that
 // is not running ("no responders"), or no longer holds the call, is the signal to take the
-// call over (replay.go).
+// call over (durable_takeover.go).
 
 import (
 	"context"
@@ -27,14 +27,14 @@ type forwarded struct {
 	Owner  string                 `json:"owner"`
 	Params *mcp.CallToolParamsRaw `json:"params,omitempty"`
 	// Op, when set, is a management operation on the owner's question ID instead:
-	// "cancel", or "extend" by Seconds (cluster.go); or "page", a request for a link this
-	// node opened (pageforward.go).
+	// "cancel", or "extend" by Seconds (durable_manage.go); or "page", a request for a link this
+	// node opened (durable_pages.go).
 	Op      string       `json:"op,omitempty"`
 	ID      string       `json:"id,omitempty"`
 	Seconds int          `json:"seconds,omitempty"`
 	Page    *pageRequest `json:"page,omitempty"`
 	// Call is the call whose question ID woke on the sending node ("woke": the sleeper
-	// here is dropped; hibernate.go).
+	// here is dropped; durable_hibernate.go).
 	Call string `json:"call,omitempty"`
 }
 

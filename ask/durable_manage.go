@@ -59,7 +59,7 @@ func (el *Elicitor) manageRemote(owner string, op forwarded) (any, error) {
 				return nil, err
 			}
 			// Answered at once by a node that runs; one that is frozen or cut off is
-			// treated as gone (errSilent), as for a retry (forward.go).
+			// treated as gone (errSilent), as for a retry (durable_forward.go).
 			b, err := el.sendWatched(ctx, rec.Node, msg, manageWait)
 			if err == nil {
 				var r opReply

@@ -85,7 +85,7 @@ func (el *Elicitor) startRoster() {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	// Written at once: a node's roster is how the others learn it has died, and take over
-	// the questions it held asleep (hibernate.go), though it never had a push-era one.
+	// the questions it held asleep (durable_hibernate.go), though it never had a push-era one.
 	r := &roster{el: el, open: map[string]rosterEntry{}, dirty: true, stop: cancel, done: make(chan struct{})}
 	el.roster = r
 	go r.run(ctx, el.clk)
