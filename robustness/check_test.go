@@ -237,3 +237,13 @@ func TestATaskMovingBackIsSeen(t *testing.T) {
 	left.see(d(tasks.Completed))
 	assert.Contains(t, left.see(d(tasks.Working)), "left its end completed")
 }
+
+// The report names a long trail of attempts by its ends and how many are between.
+func TestALongTrailIsReportedByItsEnds(t *testing.T) {
+	var trail []string
+	for i := range 10 {
+		trail = append(trail, fmt.Sprintf("a%d", i))
+	}
+	assert.Equal(t, "a0; a1; a2; (4 more); a7; a8; a9", brief(trail))
+	assert.Equal(t, "a0; a1; a2; a3; a4; a5; a6", brief(trail[:7]), "seven are listed whole")
+}

@@ -57,6 +57,16 @@ type waits struct {
 	count   map[string]int
 }
 
+// brief is a trail of attempts for the report: the first and last few, and how many
+// between (a client resending through a long outage makes hundreds).
+func brief(trail []string) string {
+	const ends = 3
+	if len(trail) <= 2*ends+1 {
+		return strings.Join(trail, "; ")
+	}
+	return fmt.Sprintf("%s; (%d more); %s", strings.Join(trail[:ends], "; "), len(trail)-2*ends, strings.Join(trail[len(trail)-ends:], "; "))
+}
+
 func (w *waits) add(fault string, d time.Duration, trail string) {
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -222,7 +232,7 @@ func (c *client) send(q *question, p *mcp.CallToolParams, in opInput) (reply, bo
 			q.trail = strings.Join(trail, "; ")
 		}
 		if r.out.Kind != outUnknown {
-			c.l.waits.add(*c.l.fault.Load(), time.Since(first), strings.Join(trail, "; "))
+			c.l.waits.add(*c.l.fault.Load(), time.Since(first), brief(trail))
 			return r, true
 		}
 		time.Sleep(20 * time.Millisecond)

@@ -71,7 +71,7 @@ func (c *client) taskSend(q *question, what string, op func(ctx context.Context,
 			definite, err = op(ctx, s)
 			cancel()
 			if definite {
-				c.l.waits.add(*c.l.fault.Load(), time.Since(first), strings.Join(trail, "; "))
+				c.l.waits.add(*c.l.fault.Load(), time.Since(first), brief(trail))
 				return err
 			}
 			var je *jsonrpc.Error
