@@ -27,7 +27,8 @@ import (
 // header and its _meta, with the Mcp-Method header, client capabilities in _meta that
 // declare the extension, no Mcp-Name header or one naming the task, from a caller
 // owner(r) names (""; none), for a task the caller has whose tasks/get has nothing to do
-// (not stopping, not past its question's deadline, not a working task gone silent).
+// but read it (not past its question's deadline, not a working task gone silent; a
+// stopping node only reads).
 // Anything else, a malformed or refused request included, goes to next with its body
 // untouched, so that every error is go-sdk's and the tasks middleware's own.
 //
@@ -115,17 +116,15 @@ func (s *Server) poll(w http.ResponseWriter, r *http.Request, body []byte, serve
 	}
 	d := s.detailed(rec, tk)
 	d.Meta = mcp.Meta{mcp.MetaKeyServerInfo: server}
-	var out bytes.Buffer
-	enc := json.NewEncoder(&out)
-	enc.SetEscapeHTML(false) // as go-sdk writes
-	if enc.Encode(pollResponse{JSONRPC: "2.0", ID: id, Result: d}) != nil {
+	out, err := unescaped(pollResponse{JSONRPC: "2.0", ID: id, Result: d})
+	if err != nil {
 		return false
 	}
 	h := w.Header()
 	h.Set("Cache-Control", "no-cache, no-transform")
 	h.Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(bytes.TrimSuffix(out.Bytes(), []byte("\n")))
+	_, _ = w.Write(out)
 	return true
 }
 
@@ -185,11 +184,8 @@ func rpcID(raw json.RawMessage) (json.RawMessage, bool) {
 	}
 	switch v := v.(type) {
 	case string:
-		var b bytes.Buffer
-		enc := json.NewEncoder(&b)
-		enc.SetEscapeHTML(false)
-		err := enc.Encode(v)
-		return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err == nil
+		b, err := unescaped(v)
+		return b, err == nil
 	case json.Number:
 		// go-sdk reads a number id as a float64 and writes back its integer part: only
 		// integers it holds exactly are written back here.
@@ -200,6 +196,15 @@ func rpcID(raw json.RawMessage) (json.RawMessage, bool) {
 		return strconv.AppendInt(nil, n, 10), true
 	}
 	return nil, false
+}
+
+// unescaped is v's JSON as go-sdk writes it: without HTML escapes.
+func unescaped(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	err := enc.Encode(v)
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), err
 }
 
 // strictJSON decodes as go-sdk does where it matters here: member names match exactly

@@ -1092,7 +1092,8 @@ func (s *Server) method(ctx context.Context, method string, req mcp.Request, nex
 			return nil, err
 		}
 		switch {
-		case s.plainGet(tk):
+		case s.stopping():
+			// A stopping node takes nothing on: another node will.
 		case s.due(tk):
 			rec, tk = s.expire(ctx, owner, id, rec, tk, caller, req, next)
 		case s.silent(id, tk):
@@ -1106,8 +1107,8 @@ func (s *Server) method(ctx context.Context, method string, req mcp.Request, nex
 	}
 }
 
-// plainGet reports whether a tasks/get of tk has nothing to do but read it: the node is
-// stopping (it takes nothing on: another node will), or tk is neither due nor silent.
+// plainGet reports whether a tasks/get of tk has nothing to do but read it (method): the
+// node is stopping, or tk is neither due nor silent, whichever node runs it.
 func (s *Server) plainGet(tk task) bool {
 	return s.stopping() || !s.due(tk) && !s.silent("", tk)
 }
