@@ -70,8 +70,18 @@ func TestOutboxNextWakes(t *testing.T) {
 
 	got = make(chan store.Delivery)
 	go next()
-	mock.Add(time.Hour)
-	d = <-got
+	// The clock is moved on until the Next is woken: moved once, it may move before the
+	// Next has read it and set its timer, which then waits an hour past the move (a CI run
+	// failed so).
+	require.Eventually(t, func() bool {
+		select {
+		case d = <-got:
+			return true
+		default:
+			mock.Add(time.Hour)
+			return false
+		}
+	}, 10*time.Second, time.Millisecond)
 	require.NotNil(t, d, "handed out again once the delay has passed")
 	require.Equal(t, 2, d.Attempt())
 	<-got
