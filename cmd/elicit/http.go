@@ -137,12 +137,16 @@ func loopback(host string) bool {
 // httpTransport is go-sdk's Streamable HTTP client transport to --url, with the bearer token,
 // if any, on every request to that origin. Without a token, a server that answers 401 is
 // signed in to (signIn). The protocol version asked for picks the era: 2026-07-28 requests
-// are stateless, earlier versions get a session.
+// are stateless, earlier versions get a session, and on it the standalone SSE stream (a GET
+// the SDK opens after initialize) on which the server may ask too. The transport is handed
+// to the SDK as it is, never wrapped: the SDK's connection would lose what it learns of the
+// session (see recordingTransport), so the requested schemas in the server's responses are
+// recorded from the HTTP bodies instead (schemaTap).
 func (c *client) httpTransport() (mcp.Transport, *bearer) {
 	u, _ := url.Parse(c.inv.url) // checked by parse
 	c.server = u.Host
 	b := &bearer{token: c.inv.token, scheme: u.Scheme, host: u.Host, base: http.DefaultTransport}
-	t := &mcp.StreamableClientTransport{Endpoint: c.inv.url, HTTPClient: &http.Client{Transport: b}}
+	t := &mcp.StreamableClientTransport{Endpoint: c.inv.url, HTTPClient: &http.Client{Transport: schemaTap{b, &c.schemas}}}
 	if c.inv.token == "" {
 		s := newSignIn(c.inv.url, userSignIns(), c.stderr)
 		s.open = !c.inv.noOpen

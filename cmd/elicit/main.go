@@ -497,7 +497,7 @@ func (c *client) run(ctx context.Context) int {
 		c.fail("%v", err)
 		return 1
 	}
-	cs, err := cl.Connect(ctx, recordingTransport{transport, &c.schemas}, &mcp.ClientSessionOptions{ProtocolVersion: c.inv.protocol})
+	cs, err := cl.Connect(ctx, transport, &mcp.ClientSessionOptions{ProtocolVersion: c.inv.protocol})
 	if err != nil {
 		if c.timedOut(ctx) {
 			return 1
@@ -533,7 +533,8 @@ func (c *client) run(ctx context.Context) int {
 
 // stdioTransport starts nothing yet: it is the transport that starts the server's command
 // when the client connects, with the server's stderr kept (its end, to explain a failure),
-// and copied to --server-log and -v.
+// and copied to --server-log and -v. The requested schemas in what the server sends are
+// recorded (recordingTransport).
 func (c *client) stdioTransport() (mcp.Transport, *stderrTail) {
 	cmd := exec.Command(c.inv.server[0], c.inv.server[1:]...)
 	tail := &stderrTail{}
@@ -547,7 +548,7 @@ func (c *client) stdioTransport() (mcp.Transport, *stderrTail) {
 	cmd.Stderr = io.MultiWriter(sinks...)
 	detach(cmd)
 	c.server = filepath.Base(c.inv.server[0])
-	return &mcp.CommandTransport{Command: cmd}, tail
+	return recordingTransport{&mcp.CommandTransport{Command: cmd}, &c.schemas}, tail
 }
 
 // timedOut reports, once --timeout has passed, that elicit gave up.
