@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"slices"
 	"strconv"
 	"strings"
@@ -312,7 +313,13 @@ func (c *countingStore) List(ctx context.Context, owner string) ([]store.Record,
 // target, 1,000,000 questions in under 2 GB).
 var liveQuestions = 100_000
 
+// liveHeapProfile, if set (-live.heapprofile FILE), is where BenchmarkLiveQuestions writes
+// a heap profile once its questions are open: where their live bytes go
+// (go tool pprof -sample_index=inuse_space).
+var liveHeapProfile string
+
 func init() {
+	flag.StringVar(&liveHeapProfile, "live.heapprofile", "", "BenchmarkLiveQuestions: write a heap profile here once the questions are open")
 	flag.IntVar(&liveQuestions, "live.questions", liveQuestions, "BenchmarkLiveQuestions: how many open questions to keep (a multiple of 1000)")
 }
 
@@ -470,6 +477,18 @@ func benchLive(b *testing.B, s store.Store, storeBytes func() (records, disk int
 	runtime.GC()
 	runtime.ReadMemStats(&after)
 	rss1 := rss(b)
+	if liveHeapProfile != "" {
+		f, err := os.Create(liveHeapProfile)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if err := pprof.Lookup("heap").WriteTo(f, 0); err != nil {
+			b.Fatal(err)
+		}
+		if err := f.Close(); err != nil {
+			b.Fatal(err)
+		}
+	}
 	goroutines := runtime.NumGoroutine() - g0
 	live := 0
 	for _, k := range n.el.Registry().Stats().Live {

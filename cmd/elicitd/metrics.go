@@ -7,7 +7,9 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"runtime"
+	"runtime/metrics"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -60,6 +62,15 @@ type metricSources struct {
 	sessions *sessionCaps       // with --http
 }
 
+// collectorGauges are the Go runtime's figures that say what the collector's policy
+// (tuneGC, keepHeadroom) does, read as the runtime reports them at each scrape.
+var collectorGauges = []struct{ name, help, sample string }{
+	{"elicitd_heap_goal_bytes", "The heap size at which the next garbage collection starts: the target in force, as elicitd's collector policy and the memory limit set it.", "/gc/heap/goal:bytes"},
+	{"elicitd_heap_live_bytes", "The heap the last garbage collection found live.", "/gc/heap/live:bytes"},
+	{"elicitd_gc_percent", "The collector's GOGC in force, as elicitd's collector policy last set it.", "/gc/gogc:percent"},
+	{"elicitd_memory_limit_bytes", "The runtime's soft memory limit in force (--memory-limit, or GOMEMLIMIT).", "/gc/gomemlimit:bytes"},
+}
+
 // newMetricsRegistry returns a registry of its own (not Prometheus's global one) holding
 // elicitd's metrics from src, the Go runtime's and the process's.
 func newMetricsRegistry(src metricSources) *prometheus.Registry {
@@ -71,6 +82,16 @@ func newMetricsRegistry(src metricSources) *prometheus.Registry {
 		ConstLabels: prometheus.Labels{"version": version, "go_version": runtime.Version(),
 			"protocol_versions": strings.Join(mcp.SupportedProtocolVersions(), ",")},
 	}, func() float64 { return 1 }))
+	for _, g := range collectorGauges {
+		reg.MustRegister(prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: g.name, Help: g.help}, func() float64 {
+			sample := []metrics.Sample{{Name: g.sample}}
+			metrics.Read(sample)
+			if sample[0].Value.Kind() != metrics.KindUint64 {
+				return 0
+			}
+			return float64(sample[0].Value.Uint64())
+		}))
+	}
 	reg.MustRegister(&elicitorCollector{el: src.el})
 	if src.store != nil {
 		reg.MustRegister(src.store.duration, src.store.errors)
@@ -204,12 +225,17 @@ func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSessionsRefused, prometheus.CounterValue, float64(all), "total")
 }
 
-// serveMetrics serves /metrics from reg, and the probes (/healthz, /readyz: see probes) on
-// ln until the returned stop is called. Anything else is 404.
+// serveMetrics serves /metrics from reg, the probes (/healthz, /readyz: see probes) and Go's
+// profiles (/debug/pprof/) on ln until the returned stop is called. Anything else is 404.
 func serveMetrics(ln net.Listener, reg *prometheus.Registry, stopping *atomic.Bool, st store.Store, cl connLimits, log *slog.Logger) (stop func()) {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
 		ErrorLog: slog.NewLogLogger(log.Handler(), slog.LevelWarn), Registry: reg, MaxRequestsInFlight: 4}))
+	// Go's profiles of the process as it runs (go tool pprof http://HOST:PORT/debug/pprof/heap):
+	// where a node's memory and CPU go, measured on the product rather than a test harness.
+	// They hold code locations and sizes, never a value anybody typed.
+	mux.HandleFunc("/debug/pprof/", pprof.Index)
+	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
 	hs := cl.server(probes(stopping, st, mux), log)
 	done := make(chan struct{})
 	go func() {

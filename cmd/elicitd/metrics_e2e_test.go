@@ -81,7 +81,7 @@ func TestMetricsCountKnownQuestionsInBothEras(t *testing.T) {
 	hooks := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { w.WriteHeader(http.StatusNoContent) }))
 	defer hooks.Close()
 	s := startHTTPWith(t, []string{"--pull-idle", "1m", "--rate", "0", "--store", "embedded", "--data-dir", t.TempDir(),
-		"--metrics-listen", "127.0.0.1:0", "--webhook", hooks.URL, "--webhook-allow-private"},
+		"--metrics-listen", "127.0.0.1:0", "--webhook", hooks.URL, "--webhook-allow-private", "--memory-limit", "268435456"},
 		"ELICITD_WEBHOOK_SECRET=whsec_MfKQ9r8GKYqrTwjUPD8ILPZIo2LaLaSw")
 	args := map[string]any{"message": "Who?", "form": nameForm}
 
@@ -146,6 +146,11 @@ func TestMetricsCountKnownQuestionsInBothEras(t *testing.T) {
 	assert.Equal(t, 1.0, got("elicitd_build_info", "go_version", families["elicitd_build_info"].Metric[0].Label[0].GetValue(),
 		"protocol_versions", strings.Join(mcp.SupportedProtocolVersions(), ","), "version", version))
 	assert.GreaterOrEqual(t, got("elicitd_webhook_outbox_entries"), 0.0, "the outbox can be read")
+	// The collector's policy, as the runtime reports it.
+	assert.Greater(t, got("elicitd_heap_goal_bytes"), got("elicitd_heap_live_bytes"), "the target is above the live heap")
+	assert.Greater(t, got("elicitd_heap_live_bytes"), 0.0)
+	assert.Positive(t, got("elicitd_gc_percent"), "elicitd's collector policy, GOGC unset")
+	assert.Equal(t, float64(256<<20), got("elicitd_memory_limit_bytes"), "--memory-limit as given")
 
 	problems, err := promlint.New(bytes.NewReader(body)).Lint()
 	require.NoError(t, err)
@@ -249,6 +254,23 @@ func promqlMetrics(expr string) []string {
 		names = append(names, strings.TrimSpace(m))
 	}
 	return names
+}
+
+// The metrics listener serves Go's profiles of the process; the MCP listener does not.
+func TestProfilesOnTheMetricsListenerOnly(t *testing.T) {
+	s := startHTTPWith(t, []string{"--metrics-listen", "127.0.0.1:0"})
+	_, _ = scrape(t, s) // serving
+	res, err := http.Get(metricsURL(t, s) + "/debug/pprof/heap")
+	require.NoError(t, err)
+	body, err := io.ReadAll(res.Body)
+	res.Body.Close()
+	require.NoError(t, err)
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	assert.NotEmpty(t, body, "a heap profile")
+	res, err = http.Get(strings.TrimSuffix(s.url, "/mcp") + "/debug/pprof/heap")
+	require.NoError(t, err)
+	res.Body.Close()
+	assert.Contains(t, []int{http.StatusBadRequest, http.StatusNotFound}, res.StatusCode, "not on the MCP listener")
 }
 
 func TestPromQLMetricsFindsTheSelectedMetrics(t *testing.T) {

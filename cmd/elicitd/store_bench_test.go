@@ -91,6 +91,13 @@ func startQuiet(b testing.TB, args []string) *httpServer {
 // bare server): it runs binary --http ADDR args... on a free loopback port.
 func startListening(b testing.TB, binary string, args []string) *httpServer {
 	b.Helper()
+	return startListeningEnv(b, binary, args, nil)
+}
+
+// startListeningEnv is startListening with env as the process's whole environment (nil:
+// this process's).
+func startListeningEnv(b testing.TB, binary string, args, env []string) *httpServer {
+	b.Helper()
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		b.Fatal(err)
@@ -99,6 +106,7 @@ func startListening(b testing.TB, binary string, args []string) *httpServer {
 	l.Close()
 	s := &httpServer{url: "http://" + addr + "/mcp", stderr: &syncBuffer{}, exited: make(chan error, 1)}
 	s.cmd = exec.Command(binary, append([]string{"--http", addr}, args...)...)
+	s.cmd.Env = env
 	s.cmd.Stderr = s.stderr
 	if err := s.cmd.Start(); err != nil {
 		b.Fatal(err)
