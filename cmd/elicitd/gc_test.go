@@ -46,13 +46,18 @@ func TestKeepsHeadroom(t *testing.T) {
 	assert.False(t, keepsHeadroom("nats", false), "stdio, nats")
 }
 
-// The target lets the heap grow by about the headroom, and by the base percent at the least.
+// The target lets the heap grow by about the headroom, and by the base percent at the least,
+// but never by more than 64 MiB or an eighth of the live heap, whichever is more.
 func TestHeadroomPercent(t *testing.T) {
 	const mib = 1 << 20
 	assert.Equal(t, 1600, headroomPercent(200, 4*mib, 4*mib, 64*mib), "a small heap: 64 MiB of growth")
 	assert.Equal(t, 800, headroomPercent(200, 4*mib, 8*mib, 64*mib), "stacks and globals count as GOGC counts them")
-	assert.Equal(t, 200, headroomPercent(200, 32*mib, 32*mib, 64*mib), "the base already gives as much")
-	assert.Equal(t, 200, headroomPercent(200, 1024*mib, 1024*mib, 64*mib), "a large heap: the base")
+	assert.Equal(t, 200, headroomPercent(200, 32*mib, 32*mib, 64*mib), "the base gives as much as the cap")
+	assert.Equal(t, 160, headroomPercent(200, 40*mib, 40*mib, 64*mib), "the base would give more than 64 MiB: the cap")
+	assert.Equal(t, 64, headroomPercent(200, 100*mib, 100*mib, 64*mib), "100 MiB live: 64 MiB of growth, not the base's 200")
+	assert.Equal(t, 12, headroomPercent(200, 1024*mib, 1024*mib, 64*mib), "1 GiB live: an eighth of it")
+	assert.Equal(t, 12, headroomPercent(400, 8192*mib, 8192*mib, 0), "8 GiB live, no headroom kept: an eighth of it")
+	assert.Equal(t, 400, headroomPercent(400, 1*mib, 3*mib/2, 0), "a small heap without headroom: the base")
 	assert.Equal(t, 200, headroomPercent(200, 0, 0, 64*mib), "nothing read")
 	// A heap of 1 MiB (1.5 with stacks and globals): 64/1.5 would be GOGC 4266, whose heap
 	// minimum (4 MiB * 42.66) is 170 MiB. The minimum bounds it: (1 + 64) MiB is GOGC 1625.

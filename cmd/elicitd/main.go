@@ -68,8 +68,8 @@ const (
 )
 
 // tuneGC sets the collector's target for the store kind (gcPercent, embeddedGCPercent)
-// unless GOGC is set, and returns the target in force; stop ends the headroom keeper it
-// starts then (keepHeadroom with gcHeadroom) where keepsHeadroom says so.
+// unless GOGC is set, and returns the target it starts at; stop ends the keeper that moves it
+// as the live heap grows (keepHeadroom: with gcHeadroom where keepsHeadroom says so).
 func tuneGC(getenv func(string) string, storeKind string, overHTTP bool) (percent int, stop func()) {
 	if getenv("GOGC") != "" {
 		prev := debug.SetGCPercent(-1)
@@ -81,10 +81,11 @@ func tuneGC(getenv func(string) string, storeKind string, overHTTP bool) (percen
 		p = embeddedGCPercent
 	}
 	debug.SetGCPercent(p)
-	if !keepsHeadroom(storeKind, overHTTP) {
-		return p, func() {}
+	var headroom uint64
+	if keepsHeadroom(storeKind, overHTTP) {
+		headroom = gcHeadroom
 	}
-	return p, keepHeadroom(p, gcHeadroom, nil)
+	return p, keepHeadroom(p, headroom, nil)
 }
 
 // keepsHeadroom says whether a server keeps gcHeadroom: over HTTP, and with the embedded
@@ -109,13 +110,24 @@ func keepsHeadroom(storeKind string, overHTTP bool) bool {
 // heap of a few MiB (the embedded NATS server's, mostly), a third of a pull-era call's CPU at
 // one caller. Measured with BenchmarkHTTPRoundTrip (pull era, embedded store, beside bare
 // go-sdk): CPU per call 1.52x bare at one caller and 1.19x at 16 with GOGC 200 alone, 1.32x
-// and 0.91x with the keeper. A large live heap (many open questions) keeps GOGC's growth,
-// and the soft memory limit (tuneMemory) still bounds the whole.
+// and 0.91x with the keeper.
 const gcHeadroom = 64 << 20
 
-// keepHeadroom keeps the collector's target at base percent, or higher while the live heap is
-// small: after each collection it sets the target to let the heap grow by headroom bytes at
-// the least before the next. set, if given, is told each target it sets. stop ends it.
+// What the heap may grow by between two collections at the most, whatever the base percent
+// and the headroom give: gcGrowthFloor, or a gcGrowthShare-th of the live heap if that is
+// more. A node's live heap is mostly its waiting questions (about a KB each, docs/settings.md),
+// and a percentage of it (GOGC) would have the process hold two or three times what they
+// need: 7 KB of RSS a waiting question at 100,000 with GOGC 200 (BenchmarkWaitingQuestions),
+// where they take 2.5. With the cap, a large heap is marked more often, and only while it
+// is large: what that costs a call is in docs/settings.md ("What a node holds").
+const (
+	gcGrowthFloor = 64 << 20
+	gcGrowthShare = 8
+)
+
+// keepHeadroom keeps the collector's target at what headroomPercent gives for the live heap:
+// after each collection it sets the target from the live heap that collection found. set,
+// if given, is told each target it sets. stop ends it.
 func keepHeadroom(base int, headroom uint64, set func(int)) (stop func()) {
 	var stopped atomic.Bool
 	// The live heap, then the stacks and globals the collector scans: GOGC is a percentage
@@ -155,7 +167,8 @@ func keepHeadroom(base int, headroom uint64, set func(int)) (stop func()) {
 const runtimeHeapMinimum = 4 << 20
 
 // headroomPercent is the GOGC that lets a heap of live bytes grow by about headroom before
-// its next collection, and by base percent at the least. The runtime's goal for a GOGC of p
+// its next collection, and by base percent at the least, but by no more than the larger of
+// gcGrowthFloor and a gcGrowthShare-th of the live heap. The runtime's goal for a GOGC of p
 // is live + scanned*p/100 (scanned: the live heap, stacks and globals), and never below
 // runtimeHeapMinimum*p/100: a small heap's p is bounded by the second, or the heap would
 // grow by several times headroom.
@@ -163,11 +176,12 @@ func headroomPercent(base int, live, scanned, headroom uint64) int {
 	if live == 0 || scanned == 0 {
 		return base
 	}
-	p := min(headroom*100/scanned, (live+headroom)*100/runtimeHeapMinimum)
-	if p <= uint64(base) {
-		return base
+	p := uint64(base)
+	if headroom > 0 {
+		p = max(p, min(headroom*100/scanned, (live+headroom)*100/runtimeHeapMinimum))
 	}
-	return int(p)
+	growth := max(gcGrowthFloor, live/gcGrowthShare)
+	return int(max(min(p, growth*100/scanned), 1))
 }
 
 // stdioProcs is how many threads run Go code at once (GOMAXPROCS) in a stdio server: one.
