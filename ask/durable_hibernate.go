@@ -81,7 +81,7 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 		c.wmu.Unlock()
 		return
 	}
-	rec := trimmed(*c.rec)
+	rec := *c.rec
 	c.wmu.Unlock()
 	e := pr.Elicitation
 	snap := e.Snapshot()
@@ -126,9 +126,9 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 var sleepHook func(questionID string)
 
 // sleeper is a hibernating question in its node's registry: enough to list it, and its
-// deadline's timer. Everything else is its record. It is what an open question costs a
-// node (BenchmarkLiveQuestions), so it keeps nothing its record has: its snapshot is made
-// from the record when asked for (Snapshot).
+// deadline's timer. Everything else is its record, in the store. It is what an open
+// question costs a node (BenchmarkLiveQuestions, BenchmarkWaitingQuestions), so it keeps
+// only what the registry lists of it (Snapshot) and its epoch.
 type sleeper struct {
 	el    *Elicitor
 	call  string // the call's id: its record's
@@ -141,38 +141,37 @@ type sleeper struct {
 
 	mu    sync.Mutex
 	timer *timers.Timer[*sleeper] // in el.deadlines
-	// rec is the record as this node last wrote it, less what a wake's write replaces
-	// (Outcome, Ends): a retry that answers the round reaching this node wakes the call
-	// from it, compare-and-set on its revision, without reading the store first. Its
-	// epoch is the one s sleeps at: a record at another was woken or ended.
-	rec store.Record
+	// What the registry lists of the question, from its record as this node last wrote it,
+	// and the epoch s sleeps at: a record at another was woken or ended. Nothing else of
+	// the record: a wake reads it from the store (it is what a waiting question costs a
+	// node, and the record is most of it).
+	question, title, tool string
+	attempts              int32
+	epoch                 uint64
+	created, due          time.Time
 }
 
-// trimmed is rec as a sleeper keeps it.
-func trimmed(rec store.Record) store.Record {
-	rec.Outcome, rec.Ends = nil, nil
-	return rec
-}
-
-// kept returns the record s keeps.
-func (s *sleeper) kept() store.Record {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.rec
+// keep takes from rec, just written, what s keeps of its record (s.mu held).
+func (s *sleeper) keep(rec store.Record) {
+	s.question, s.title, s.tool = rec.Question, rec.Title, rec.Tool
+	s.attempts = int32(min(rec.Attempts, math.MaxInt32))
+	s.epoch, s.created, s.due = rec.Epoch, store.QuestionCreated(rec), rec.Due
 }
 
 var _ registry.Member = (*sleeper)(nil)
 
-// newSleeper is the sleeper of the question snap shows, asleep in rec (trimmed).
+// newSleeper is the sleeper of the question snap shows, asleep in rec.
 func newSleeper(el *Elicitor, rec store.Record, snap elicitation.Snapshot) *sleeper {
-	return &sleeper{el: el, call: rec.ID, owner: rec.Owner, round: int32(min(snap.Round, math.MaxInt32)),
-		maxAttempts: int32(min(snap.MaxAttempts, math.MaxInt32)), maxRounds: int32(min(snap.MaxRounds, math.MaxInt32)), rec: rec}
+	s := &sleeper{el: el, call: rec.ID, owner: rec.Owner, round: int32(min(snap.Round, math.MaxInt32)),
+		maxAttempts: int32(min(snap.MaxAttempts, math.MaxInt32)), maxRounds: int32(min(snap.MaxRounds, math.MaxInt32))}
+	s.keep(rec)
+	return s
 }
 
 func (s *sleeper) ID() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.rec.Question
+	return s.question
 }
 
 // Snapshot is the question as it went to sleep, with its deadline as extended since (its
@@ -185,9 +184,9 @@ func (s *sleeper) Snapshot() elicitation.Snapshot {
 
 // snapshot is Snapshot, with s.mu held.
 func (s *sleeper) snapshot() elicitation.Snapshot {
-	return elicitation.Snapshot{ID: s.rec.Question, Title: s.rec.Title, Tool: s.rec.Tool, State: elicitation.Active,
-		Round: int(s.round), Attempt: s.rec.Attempts, MaxAttempts: int(s.maxAttempts), MaxRounds: int(s.maxRounds),
-		Created: store.QuestionCreated(s.rec), Deadline: s.rec.Due}
+	return elicitation.Snapshot{ID: s.question, Title: s.title, Tool: s.tool, State: elicitation.Active,
+		Round: int(s.round), Attempt: int(s.attempts), MaxAttempts: int(s.maxAttempts), MaxRounds: int(s.maxRounds),
+		Created: s.created, Deadline: s.due}
 }
 
 // arm sets the timer that ends the question at at.
@@ -250,7 +249,9 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 	ctx := context.Background()
 	latest := false
 	for range 5 {
-		epoch := s.kept().Epoch
+		s.mu.Lock()
+		epoch := s.epoch
+		s.mu.Unlock()
 		rec, err := el.read(ctx, s.owner, s.call, latest)
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return rec, storeError(err)
@@ -284,7 +285,7 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 		}
 		next.Revision = rev
 		s.mu.Lock()
-		s.rec = trimmed(next)
+		s.keep(next)
 		s.mu.Unlock()
 		return next, nil
 	}
@@ -402,7 +403,7 @@ func (s *sleeper) Extend(d time.Duration) (time.Time, error) {
 	if err != nil {
 		return time.Time{}, err
 	}
-	s.arm(rec.Due) // s keeps the record, with its new Due, since change
+	s.arm(rec.Due)
 	return rec.Due, nil
 }
 
@@ -589,7 +590,7 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) bool {
 		}
 		next := rec
 		next.Node, next.Epoch = el.node, rec.Epoch+1
-		s := newSleeper(el, trimmed(rec), elicitation.Snapshot{Round: rec.Handed, MaxAttempts: el.maxAttempts, MaxRounds: el.maxRounds})
+		s := newSleeper(el, rec, elicitation.Snapshot{Round: rec.Handed, MaxAttempts: el.maxAttempts, MaxRounds: el.maxRounds})
 		// Held here before the record says so: a record made this node's that no sleeper
 		// here held would wait for a retry to end it, not for its deadline.
 		if el.reg.Adopt(rec.Owner, s) != nil {
@@ -597,15 +598,14 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) bool {
 			continue // this node is stopping, or holds the question already
 		}
 		el.holdSleeper(s)
-		rev, err := el.store.Update(ctx, next)
+		_, err := el.store.Update(ctx, next)
 		if err != nil {
 			s.drop(nil) // woken meanwhile, or the store is away (a retry still wakes it)
 			all = all && (errors.Is(err, store.ErrConflict) || errors.Is(err, store.ErrNotFound))
 			continue
 		}
-		next.Revision = rev
 		s.mu.Lock()
-		s.rec = trimmed(next)
+		s.keep(next)
 		s.mu.Unlock()
 		s.arm(rec.Due)
 		el.tally.start(rec.Tool, true) // open here from now on
@@ -615,20 +615,4 @@ func (el *Elicitor) adoptAsleep(ctx context.Context, dead string) bool {
 		el.log.Info("took over the questions a node that is gone held asleep", "node", dead, "questions", n)
 	}
 	return all && ctx.Err() == nil && !el.stopping.Load()
-}
-
-// keptRecord is the record of call id as the sleeper here keeps it, for a retry of owner's
-// that answers the round handed out (round, not claimed yet): the wake compares-and-sets on
-// it without reading the store. Any other retry (an identical resend, a round this node has
-// not seen) reads the store.
-func (el *Elicitor) keptRecord(owner, id string, round int) (store.Record, bool) {
-	s := el.asleep.load(id)
-	if s == nil {
-		return store.Record{}, false
-	}
-	rec := s.kept()
-	if s.owner != owner || rec.Handed != round || rec.Claimed >= round {
-		return store.Record{}, false
-	}
-	return rec, true
 }

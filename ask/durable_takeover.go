@@ -42,12 +42,8 @@ func (el *Elicitor) resumeStored(ctx context.Context, owner string, st requestSt
 	args := argsDigest(req.Params.Arguments)
 	latest := false // read from the leader: a read contradicted the state, or a write conflicted
 	silent := ""    // a node that did not answer its pings while this retry waited for it
-	for try := range 5 {
-		rec, kept := el.keptRecord(owner, st.ID, st.Round)
-		var err error
-		if try > 0 || latest || !has || !kept {
-			rec, err = el.read(ctx, owner, st.ID, latest)
-		}
+	for range 5 {
+		rec, err := el.read(ctx, owner, st.ID, latest)
 		if !latest && (errors.Is(err, store.ErrNotFound) || err == nil && st.Round > rec.Handed) {
 			// st is signed for a round the record was written with before st went out: a
 			// replica that has not applied that write yet answered. Read what it left.
