@@ -83,10 +83,13 @@ type Registry struct {
 	env     elicitation.Env // shared by every elicitation this registry starts
 	actors  sync.WaitGroup
 
-	mu      sync.Mutex
-	closed  bool
-	byID    map[string]entry
-	asleep  int // of byID, the hibernating stand-ins
+	mu     sync.Mutex
+	closed bool
+	byID   map[string]entry
+	asleep int // of byID, the hibernating stand-ins
+	// sleeps are the stand-ins Hibernate set, by id, to take their actors' places when they
+	// end.
+	sleeps  map[string]Member
 	byOwner map[string]*owner
 	sweepAt int // sweep idle owners when a new one would pass this many
 	totals  totals
@@ -103,14 +106,15 @@ type Member interface {
 	Extend(d time.Duration) (time.Time, error)
 }
 
+// entry is one member in byID: 40 bytes a slot with its key, which every open question
+// holds (BenchmarkLiveQuestions), so its owner's name is the owner's.
 type entry struct {
 	m     Member
 	owner *owner
-	name  string
-	sleep Member // set by Hibernate: what takes the actor's place when it ends
 }
 
 type owner struct {
+	name    string
 	live    map[string]Member
 	limiter *rate.Limiter // nil when there is no per-owner limit
 }
@@ -171,7 +175,7 @@ func (r *Registry) Start(ownerID string, spec elicitation.Spec) (*elicitation.El
 		r.sweepOwners(now)
 	}
 	if o == nil {
-		o = &owner{live: make(map[string]Member)}
+		o = &owner{name: ownerID, live: make(map[string]Member)}
 		if r.rate > 0 {
 			o.limiter = rate.NewLimiter(r.rate, r.burst)
 		}
@@ -188,7 +192,7 @@ func (r *Registry) Start(ownerID string, spec elicitation.Spec) (*elicitation.El
 	if err != nil {
 		return nil, err // unreachable: spec was checked above
 	}
-	r.byID[id] = entry{m: e, owner: o, name: ownerID}
+	r.byID[id] = entry{m: e, owner: o}
 	o.live[id] = e
 	r.totals.started++
 	return e, nil
@@ -256,7 +260,7 @@ func (r *Registry) place(ownerID, id string, newMember func() (Member, error)) e
 		return err
 	}
 	o := r.ownerOf(ownerID)
-	r.byID[id] = entry{m: m, owner: o, name: ownerID}
+	r.byID[id] = entry{m: m, owner: o}
 	o.live[id] = m
 	if sleeping(m) {
 		r.asleep++
@@ -268,7 +272,7 @@ func (r *Registry) place(ownerID, id string, newMember func() (Member, error)) e
 func (r *Registry) ownerOf(ownerID string) *owner {
 	o := r.byOwner[ownerID]
 	if o == nil {
-		o = &owner{live: make(map[string]Member)}
+		o = &owner{name: ownerID, live: make(map[string]Member)}
 		if r.rate > 0 {
 			o.limiter = rate.NewLimiter(r.rate, r.burst)
 		}
@@ -288,8 +292,10 @@ func (r *Registry) Hibernate(e *elicitation.Elicitation, s Member) bool {
 	if !ok || ent.m != Member(e) || s.ID() != e.ID() {
 		return false
 	}
-	ent.sleep = s
-	r.byID[e.ID()] = ent
+	if r.sleeps == nil {
+		r.sleeps = map[string]Member{}
+	}
+	r.sleeps[e.ID()] = s
 	return true
 }
 
@@ -313,7 +319,7 @@ func (r *Registry) Drop(s Member, o *elicitation.Outcome) bool {
 	}
 	r.mu.Unlock()
 	if o != nil && r.onEnd != nil {
-		r.onEnd(ent.name, *o)
+		r.onEnd(ent.owner.name, *o)
 	}
 	return true
 }
@@ -373,10 +379,11 @@ func (r *Registry) finished(o elicitation.Outcome) {
 		r.mu.Unlock()
 		return // unreachable: every actor the registry starts is in byID until it ends
 	}
-	if ent.sleep != nil {
+	if s, ok := r.sleeps[o.ID]; ok {
 		// Hibernated: its stand-in takes its place; the question has not ended.
-		r.byID[o.ID] = entry{m: ent.sleep, owner: ent.owner, name: ent.name}
-		ent.owner.live[o.ID] = ent.sleep
+		delete(r.sleeps, o.ID)
+		r.byID[o.ID] = entry{m: s, owner: ent.owner}
+		ent.owner.live[o.ID] = s
 		r.asleep++
 		r.mu.Unlock()
 		return
@@ -384,7 +391,7 @@ func (r *Registry) finished(o elicitation.Outcome) {
 	defer func() {
 		r.mu.Unlock()
 		if r.onEnd != nil {
-			r.onEnd(ent.name, o)
+			r.onEnd(ent.owner.name, o)
 		}
 	}()
 	delete(r.byID, o.ID)
@@ -409,7 +416,10 @@ func (r *Registry) Owner(id string) (owner string, ok bool) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	ent, ok := r.byID[id]
-	return ent.name, ok
+	if !ok {
+		return "", false
+	}
+	return ent.owner.name, true
 }
 
 // owned returns owner's live elicitation id; another owner's is not found, so the ids of
@@ -418,7 +428,7 @@ func (r *Registry) owned(owner, id string) (Member, error) {
 	r.mu.Lock()
 	ent, ok := r.byID[id]
 	r.mu.Unlock()
-	if !ok || ent.name != owner {
+	if !ok || ent.owner.name != owner {
 		return nil, fmt.Errorf("%w: %q", ErrNotFound, id)
 	}
 	return ent.m, nil
