@@ -663,6 +663,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"data-dir", "ELICITD_DATA_DIR", "--store embedded: the directory it keeps its files in (default: $XDG_DATA_HOME/elicitd, else ~/.local/share/elicitd; on macOS ~/Library/Application Support/elicitd)", "", text(&c.store.dataDir)},
 		{"nats-listen", "ELICITD_NATS_LISTEN", "--store embedded: also accept NATS clients on this host:port (by default the embedded server listens on no network)", "", text(&c.store.listen)},
 		{"store-replicas", "ELICITD_STORE_REPLICAS", "--store nats://...: the servers that keep each bucket (3 on a 3-node cluster)", "1", intIn(&c.store.replicas, 1, 5)},
+		{"store-max-bytes", "ELICITD_STORE_MAX_BYTES", "embedded or nats:// store: the bytes all question records may take together, on each server that keeps the bucket (a pull-era question about 600, a task about 1,700); past it new questions are refused", "1073741824", intIn(&c.store.maxBytes, 64<<20, 1<<42)},
 		{"nats-user", "ELICITD_NATS_USER", "--store nats://...: the user name (the password comes from ELICITD_NATS_PASSWORD only)", "", text(&c.store.user)},
 		{"nats-creds", "ELICITD_NATS_CREDS", "--store nats://...: a NATS .creds file (JWT and NKey seed)", "", text(&c.store.creds)},
 		{"nats-ca", "ELICITD_NATS_CA", "--store nats://...: a PEM file of the CAs that sign the servers' certificates (tls:// servers)", "", text(&c.store.ca)},

@@ -28,24 +28,36 @@ import (
 // unless -product.questions says (1000000 for the figure in docs/settings.md).
 var productQuestions = 100_000
 
+// productFlags are flags BenchmarkWaitingQuestions gives elicitd besides its own, space-separated
+// (-product.flags "--memory-limit 2147483648"): none, to measure the defaults.
+var productFlags string
+
+// productBinaryFlag, if set (-product.binary PATH), is the elicitd BenchmarkWaitingQuestions
+// measures instead of this tree's: a build of another commit, to compare.
+var productBinaryFlag string
+
+// productCalls is how many whole calls BenchmarkWaitingQuestions makes at each concurrency
+// once its questions wait, to measure CPU per call (0: none).
+var productCalls = 2000
+
 // productHeapProfile, if set (-product.heapprofile PREFIX), is where BenchmarkWaitingQuestions
 // writes elicitd's heap profile once its questions wait (PREFIX-pull.pprof, PREFIX-tasks.pprof),
 // as /debug/pprof/heap serves it: where their live bytes go.
 var productHeapProfile string
 
 func init() {
+	flag.StringVar(&productBinaryFlag, "product.binary", "", "BenchmarkWaitingQuestions: measure this elicitd binary instead of this tree's")
+	flag.IntVar(&productCalls, "product.calls", productCalls, "BenchmarkWaitingQuestions: whole calls to time at 1 and 16 callers once the questions wait")
+	flag.StringVar(&productFlags, "product.flags", "", "BenchmarkWaitingQuestions: more flags for elicitd, space-separated")
 	flag.StringVar(&productHeapProfile, "product.heapprofile", "", "BenchmarkWaitingQuestions: write elicitd's heap profiles to PREFIX-KIND.pprof")
 	flag.IntVar(&productQuestions, "product.questions", productQuestions, "BenchmarkWaitingQuestions: how many questions to leave waiting")
 }
 
 // productBinary is elicitd as it ships: built without the race detector whatever the tests
-// run with (its memory is what is measured), once per test binary.
+// run with (its memory is what is measured), once per test binary, beside bin (removed with
+// it).
 var productBinary = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "elicitd-product")
-	if err != nil {
-		return "", err
-	}
-	path := filepath.Join(dir, "elicitd")
+	path := filepath.Join(filepath.Dir(bin), "elicitd-product")
 	if out, err := exec.Command("go", "build", "-o", path, ".").CombinedOutput(); err != nil {
 		return "", fmt.Errorf("building elicitd: %v\n%s", err, out)
 	}
@@ -81,7 +93,11 @@ func productEnv(dataDir string) []string {
 // "tasks": the same calls from clients that declare the Tasks extension, each a task
 // waiting for the person. It reports rss-B/question ((RSS after - RSS before) / questions),
 // rss-MB (after), heap-live-B/question and heap-goal-MB (from /metrics, the runtime's own
-// figures: live heap after the last collection and the target in force) and fill-s.
+// figures: live heap after the last collection and the target in force) and fill-s; then,
+// with the questions still waiting, it times -product.calls (2,000) whole pull-era calls of
+// ask_user (asked and answered at once) at 1 and at 16 callers and reports the server's CPU
+// per call (server-cpu-us/call-c1, -c16): what the collector's policy costs a call while the
+// live heap is large.
 //
 //	go test ./cmd/elicitd -run '^$' -bench BenchmarkWaitingQuestions -benchtime 1x
 func BenchmarkWaitingQuestions(b *testing.B) {
@@ -92,11 +108,15 @@ func BenchmarkWaitingQuestions(b *testing.B) {
 
 func benchWaiting(b *testing.B, withTasks bool) {
 	path, err := productBinary()
+	if productBinaryFlag != "" {
+		path, err = productBinaryFlag, nil
+	}
 	if err != nil {
 		b.Fatal(err)
 	}
 	dir := b.TempDir()
-	s := startListeningEnv(b, path, []string{"--rate", "0", "--timeout", "3h", "--metrics-listen", "127.0.0.1:0"}, productEnv(dir))
+	args := append([]string{"--rate", "0", "--timeout", "3h", "--metrics-listen", "127.0.0.1:0"}, strings.Fields(productFlags)...)
+	s := startListeningEnv(b, path, args, productEnv(dir))
 	ctx := context.Background()
 	const clients, perClient = 8, 8
 	sessions := make([]*mcp.ClientSession, clients)
@@ -184,6 +204,58 @@ func benchWaiting(b *testing.B, withTasks bool) {
 	b.ReportMetric(gauge("elicitd_heap_live_bytes")/float64(n), "heap-live-B/question")
 	b.ReportMetric(gauge("elicitd_heap_goal_bytes")/1e6, "heap-goal-MB")
 	b.ReportMetric(fill.Seconds(), "fill-s")
+	// What a call costs the server while they wait: whole pull-era calls (asked and
+	// answered at once), from a client without the extension, at 1 and 16 callers.
+	if productCalls > 0 {
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "bench", Version: "1"}, &mcp.ClientOptions{
+			MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}}).Connect(ctx, httpTransport(s, nil),
+			&mcp.ClientSessionOptions{ProtocolVersion: "2026-07-28"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer cs.Close()
+		answer := mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 36}}}
+		whole := func() error {
+			first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+			if err != nil {
+				return err
+			}
+			done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: first.RequestState, InputResponses: answer})
+			if err == nil && done.NeedsInput() {
+				err = errors.New("the answer was not taken")
+			}
+			return err
+		}
+		for _, conc := range []int{1, 16} {
+			var left atomic.Int64
+			left.Store(int64(productCalls))
+			run := func() error {
+				var g errgroup.Group
+				for range conc {
+					g.Go(func() error {
+						for left.Add(-1) >= 0 {
+							if err := whole(); err != nil {
+								return err
+							}
+						}
+						return nil
+					})
+				}
+				return g.Wait()
+			}
+			left.Store(100) // warm-up
+			if err := run(); err != nil {
+				b.Fatal(err)
+			}
+			left.Store(int64(productCalls))
+			cpu0 := processCPU(s.cmd.Process.Pid)
+			if err := run(); err != nil {
+				b.Fatal(err)
+			}
+			cpu := processCPU(s.cmd.Process.Pid) - cpu0
+			b.ReportMetric(float64(cpu.Microseconds())/float64(productCalls), fmt.Sprintf("server-cpu-us/call-c%d", conc))
+		}
+	}
 	b.ReportMetric(0, "ns/op")
 }
 

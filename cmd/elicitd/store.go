@@ -26,6 +26,7 @@ type storeConfig struct {
 	dataDir  string   // embedded: JetStream's files
 	listen   string   // embedded: accept NATS clients here ("" : none)
 	replicas int      // nats: servers keeping each bucket
+	maxBytes int64    // embedded, nats: all records together (store.Limits.MaxBytes)
 	user     string   // nats
 	password string   // nats, from the environment only
 	creds    string   // nats: a .creds file
@@ -105,7 +106,7 @@ func (s *storeConfig) settle(http bool, getenv func(string) string) error {
 func openStore(ctx context.Context, s storeConfig, maxUpload int64, log *slog.Logger) (store.Store, error) {
 	// A record holds a call's answers so far and its last result: up to what one NATS
 	// message holds by default (1 MiB), less room for its headers.
-	lim := store.Limits{MaxFileBytes: maxUpload, MaxRecordBytes: maxRecordBytes}
+	lim := store.Limits{MaxFileBytes: maxUpload, MaxRecordBytes: maxRecordBytes, MaxBytes: s.maxBytes}
 	ctx, cancel := context.WithTimeout(ctx, 20*time.Second)
 	defer cancel()
 	switch s.kind {
