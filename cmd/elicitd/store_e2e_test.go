@@ -700,3 +700,27 @@ func TestTheStoreGoneAndBack(t *testing.T) {
 		assert.Equal(c, http.StatusOK, ready(c))
 	}, failsafe, 20*time.Millisecond, "ready again")
 }
+
+// --store-max-bytes bounds the records' bucket: at start, and again when a node starts with
+// another bound on a bucket that exists.
+func TestStoreMaxBytesBoundsTheBucket(t *testing.T) {
+	dir := t.TempDir()
+	for _, bound := range []int64{100 << 20, 300 << 20} {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		require.NoError(t, err)
+		addr := l.Addr().String()
+		require.NoError(t, l.Close())
+		s := startHTTPWith(t, []string{"--store", "embedded", "--data-dir", dir, "--nats-listen", addr, "--store-max-bytes", fmt.Sprint(bound)})
+		nc, err := nats.Connect("nats://" + addr)
+		require.NoError(t, err)
+		js, err := jetstream.New(nc)
+		require.NoError(t, err)
+		kv, err := js.KeyValue(timeout(t), "elicitd")
+		require.NoError(t, err)
+		st, err := kv.Status(timeout(t))
+		require.NoError(t, err)
+		assert.Equal(t, bound, st.(*jetstream.KeyValueBucketStatus).StreamInfo().Config.MaxBytes)
+		nc.Close()
+		require.NoError(t, s.stop(t))
+	}
+}
