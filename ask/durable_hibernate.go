@@ -57,7 +57,7 @@ func (c *call) asleep() bool {
 }
 
 // fellAsleep reports whether c hibernates, once it has finished falling asleep: its sleeper
-// holds its place here (a retry on this node wakes it from the sleeper's record), and the
+// holds its place here (a retry on this node wakes it from its record), and the
 // node's calls hold c no more. A retry that found c awake a moment before it slept (its
 // first round's write behind just landed) would otherwise find the call in neither place.
 func (c *call) fellAsleep() bool {
@@ -322,8 +322,8 @@ func (s *sleeper) end(state elicitation.State, reason elicitation.Reason) error 
 	return nil
 }
 
-// holdSleeper puts s, just registered, among this node's sleepers, where a retry finds its
-// record (keptRecord); drop undoes it.
+// holdSleeper puts s, just registered, among this node's sleepers (those Close leaves for
+// another node); drop undoes it.
 func (el *Elicitor) holdSleeper(s *sleeper) {
 	el.asleep.store(s.call, s)
 }

@@ -122,7 +122,7 @@ const gcHeadroom = 64 << 20
 // is large: what that costs a call is in docs/settings.md ("What a node holds").
 const (
 	gcGrowthFloor = 64 << 20
-	gcGrowthShare = 8
+	gcGrowthShare = 4
 )
 
 // keepHeadroom keeps the collector's target at what headroomPercent gives for the live heap:
@@ -674,7 +674,7 @@ func parseConfig(args []string, getenv func(string) string, stderr io.Writer) (c
 		{"webhook-answers", "ELICITD_WEBHOOK_ANSWERS", "with --webhook: put the answers in the events (never those of sensitive fields, passwords or files)", "false", boolean(&c.webhooks.answers)},
 		{"webhook-allow-private", "ELICITD_WEBHOOK_ALLOW_PRIVATE", "with --webhook: allow http:// and receivers on loopback or private addresses (a receiver on this machine or network)", "false", boolean(&c.webhooks.allowPrivate)},
 		{"cpu-profile", "ELICITD_CPU_PROFILE", "write a Go CPU profile (go tool pprof) of the whole run to this file, for performance reports; it is complete once elicitd has exited", "", text(&c.cpuProfile)},
-		{"metrics-listen", "ELICITD_METRICS_LISTEN", "serve Prometheus metrics (/metrics) and the probes (/healthz, /readyz) on this host:port, a loopback or private address (off by default)", "", func(s string) error {
+		{"metrics-listen", "ELICITD_METRICS_LISTEN", "serve Prometheus metrics (/metrics), the probes (/healthz, /readyz) and Go's profiles (/debug/pprof/) on this host:port, a loopback or private address (off by default)", "", func(s string) error {
 			c.metricsAddr = s
 			return checkMetricsAddr(s)
 		}},

@@ -10,6 +10,7 @@ import (
 	"net/http/pprof"
 	"runtime"
 	"runtime/metrics"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -225,6 +226,9 @@ func (c *sessionCollector) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(descSessionsRefused, prometheus.CounterValue, float64(all), "total")
 }
 
+// maxProfileSeconds bounds a CPU profile taken on the metrics listener.
+const maxProfileSeconds = 120
+
 // serveMetrics serves /metrics from reg, the probes (/healthz, /readyz: see probes) and Go's
 // profiles (/debug/pprof/) on ln until the returned stop is called. Anything else is 404.
 func serveMetrics(ln net.Listener, reg *prometheus.Registry, stopping *atomic.Bool, st store.Store, cl connLimits, log *slog.Logger) (stop func()) {
@@ -235,7 +239,15 @@ func serveMetrics(ln net.Listener, reg *prometheus.Registry, stopping *atomic.Bo
 	// where a node's memory and CPU go, measured on the product rather than a test harness.
 	// They hold code locations and sizes, never a value anybody typed.
 	mux.HandleFunc("/debug/pprof/", pprof.Index)
-	mux.HandleFunc("/debug/pprof/profile", pprof.Profile)
+	mux.HandleFunc("/debug/pprof/profile", func(w http.ResponseWriter, r *http.Request) {
+		// One CPU profile runs at a time (the runtime's rule); a long one would keep the
+		// next from being taken.
+		if secs, err := strconv.Atoi(r.URL.Query().Get("seconds")); r.URL.Query().Has("seconds") && (err != nil || secs < 1 || secs > maxProfileSeconds) {
+			http.Error(w, fmt.Sprintf("seconds must be a whole number from 1 to %d", maxProfileSeconds), http.StatusBadRequest)
+			return
+		}
+		pprof.Profile(w, r)
+	})
 	hs := cl.server(probes(stopping, st, mux), log)
 	done := make(chan struct{})
 	go func() {
