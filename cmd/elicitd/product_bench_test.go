@@ -40,6 +40,12 @@ var productBinaryFlag string
 // once its questions wait, to measure CPU per call (0: none).
 var productCalls = 2000
 
+// productSteady has BenchmarkWaitingQuestions also read the RSS once the process has been
+// idle through one of the runtime's periodic collections (one every two minutes at the
+// most): what a node holds while its questions wait, after the garbage of the burst that
+// asked them is gone (-product.steady).
+var productSteady bool
+
 // productHeapProfile, if set (-product.heapprofile PREFIX), is where BenchmarkWaitingQuestions
 // writes elicitd's heap profile once its questions wait (PREFIX-pull.pprof, PREFIX-tasks.pprof),
 // as /debug/pprof/heap serves it: where their live bytes go.
@@ -48,6 +54,7 @@ var productHeapProfile string
 func init() {
 	flag.StringVar(&productBinaryFlag, "product.binary", "", "BenchmarkWaitingQuestions: measure this elicitd binary instead of this tree's")
 	flag.IntVar(&productCalls, "product.calls", productCalls, "BenchmarkWaitingQuestions: whole calls to time at 1 and 16 callers once the questions wait")
+	flag.BoolVar(&productSteady, "product.steady", false, "BenchmarkWaitingQuestions: also read the RSS after a periodic collection (some 2 minutes more)")
 	flag.StringVar(&productFlags, "product.flags", "", "BenchmarkWaitingQuestions: more flags for elicitd, space-separated")
 	flag.StringVar(&productHeapProfile, "product.heapprofile", "", "BenchmarkWaitingQuestions: write elicitd's heap profiles to PREFIX-KIND.pprof")
 	flag.IntVar(&productQuestions, "product.questions", productQuestions, "BenchmarkWaitingQuestions: how many questions to leave waiting")
@@ -176,6 +183,25 @@ func benchWaiting(b *testing.B, withTasks bool) {
 	}
 	fill := time.Since(start)
 	after := settledRSS(b, s.cmd.Process.Pid)
+	if productSteady {
+		gcs := func() uint64 {
+			f, _ := scrape(b, s)
+			if g := f["go_gc_duration_seconds"]; g != nil && len(g.Metric) > 0 && g.Metric[0].Summary != nil {
+				return g.Metric[0].Summary.GetSampleCount()
+			}
+			b.Fatal("elicitd's /metrics has no go_gc_duration_seconds")
+			return 0
+		}
+		// Idle from here: the collection that comes is the runtime's periodic one.
+		n0 := gcs()
+		for i := 0; gcs() == n0; i++ {
+			if i > 150 {
+				b.Fatal("no collection in 150 s")
+			}
+			time.Sleep(time.Second) // a measurement's interval, not a wait for a state
+		}
+		b.ReportMetric(float64(settledRSS(b, s.cmd.Process.Pid)-before)/float64(n), "rss-steady-B/question")
+	}
 	families, _ := scrape(b, s)
 	if productHeapProfile != "" {
 		kind := map[bool]string{false: "pull", true: "tasks"}[withTasks]
@@ -192,17 +218,22 @@ func benchWaiting(b *testing.B, withTasks bool) {
 			b.Fatal(err)
 		}
 	}
-	gauge := func(name string) float64 {
+	// The runtime's figures, where the binary serves them (a build before they were added
+	// does not).
+	gauge := func(name string) (float64, bool) {
 		if f := families[name]; f != nil && len(f.Metric) > 0 && f.Metric[0].Gauge != nil {
-			return f.Metric[0].Gauge.GetValue()
+			return f.Metric[0].Gauge.GetValue(), true
 		}
-		b.Fatalf("elicitd's /metrics has no %s", name)
-		return 0
+		return 0, false
 	}
 	b.ReportMetric(float64(after-before)/float64(n), "rss-B/question")
 	b.ReportMetric(float64(after)/1e6, "rss-MB")
-	b.ReportMetric(gauge("elicitd_heap_live_bytes")/float64(n), "heap-live-B/question")
-	b.ReportMetric(gauge("elicitd_heap_goal_bytes")/1e6, "heap-goal-MB")
+	if live, ok := gauge("elicitd_heap_live_bytes"); ok {
+		b.ReportMetric(live/float64(n), "heap-live-B/question")
+	}
+	if goal, ok := gauge("elicitd_heap_goal_bytes"); ok {
+		b.ReportMetric(goal/1e6, "heap-goal-MB")
+	}
 	b.ReportMetric(fill.Seconds(), "fill-s")
 	// What a call costs the server while they wait: whole pull-era calls (asked and
 	// answered at once), from a client without the extension, at 1 and 16 callers.
