@@ -12,11 +12,12 @@ import (
 )
 
 // What a question costs a node, as measured (docs/settings.md): awake, an actor and its
-// handler's goroutine, about 27 KB; hibernating, its stand-in and timer, about 2 KB of the
-// process's RSS. The automatic caps budget a little more for each.
+// handler's goroutine, about 27 KB; hibernating, its stand-in and timer, about 0.9 KB of
+// live heap, and 1.5 KB of the process's RSS with the heap's growth between collections
+// (1,462 B a task at 1,000,000, BenchmarkWaitingQuestions). The automatic caps budget that.
 const (
 	awakeBytes  = 32 << 10
-	asleepBytes = 5 << 9 // 2.5 KiB
+	asleepBytes = 3 << 9 // 1.5 KiB
 )
 
 // readSystemFile reads what autoMemoryLimit looks at; tests replace it.
@@ -102,7 +103,8 @@ func memTotal(read func(string) ([]byte, error)) int64 {
 }
 
 // settleCaps sets --max-live and --max-asleep where they are auto, from limit, the memory
-// limit in force: an eighth of it for the questions awake, half for those asleep.
+// limit in force: an eighth of it for the questions awake, three quarters for those asleep
+// (a node that holds many holds mostly them: 1,048,576 under 2 GiB).
 func (c *config) settleCaps(limit int64) {
 	if limit <= 0 || limit == math.MaxInt64 {
 		limit = c.memoryLimit // GOMEMLIMIT=off: the setting's own figure
@@ -111,6 +113,6 @@ func (c *config) settleCaps(limit int64) {
 		c.maxLive = int(min(max(limit/8/awakeBytes, 100), 10_000_000))
 	}
 	if c.maxAsleep == 0 {
-		c.maxAsleep = int(min(max(limit/2/asleepBytes, 1000), 100_000_000))
+		c.maxAsleep = int(min(max(limit/4*3/asleepBytes, 1000), 100_000_000))
 	}
 }

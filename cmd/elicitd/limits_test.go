@@ -64,7 +64,7 @@ func TestTheCapsFollowTheMemoryLimitUnlessSet(t *testing.T) {
 	assert.EqualValues(t, 768<<20, c.memoryLimit, "three quarters of the container's")
 	c.settleCaps(c.memoryLimit)
 	assert.Equal(t, 3072, c.maxLive)
-	assert.Equal(t, 157286, c.maxAsleep)
+	assert.Equal(t, 393216, c.maxAsleep)
 
 	c, err = parseConfig([]string{"--max-live", "5", "--max-asleep", "7", "--memory-limit", "268435456"}, env, nil)
 	require.NoError(t, err)
@@ -78,7 +78,7 @@ func TestTheCapsFollowTheMemoryLimitUnlessSet(t *testing.T) {
 	require.NoError(t, err)
 	c.settleCaps(512 << 20)
 	assert.Equal(t, 2048, c.maxLive)
-	assert.Equal(t, 104857, c.maxAsleep)
+	assert.Equal(t, 262144, c.maxAsleep)
 
 	// A small container holds fewer uploads at once, under a limit within its memory; uploads
 	// asked for raise the limit instead.
