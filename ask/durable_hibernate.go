@@ -352,13 +352,6 @@ func (x *index[K, V]) len() int {
 	return len(x.m)
 }
 
-// load is k's value, the zero value if none.
-func (x *index[K, V]) load(k K) V {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	return x.m[k]
-}
-
 // drop removes k, if v is still its value, and reports whether it did.
 func (x *index[K, V]) drop(k K, v V) bool {
 	x.mu.Lock()
