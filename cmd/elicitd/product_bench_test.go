@@ -245,18 +245,7 @@ func benchWaiting(b *testing.B, withTasks bool) {
 			b.Fatal(err)
 		}
 		defer cs.Close()
-		answer := mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 36}}}
-		whole := func() error {
-			first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
-			if err != nil {
-				return err
-			}
-			done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: first.RequestState, InputResponses: answer})
-			if err == nil && done.NeedsInput() {
-				err = errors.New("the answer was not taken")
-			}
-			return err
-		}
+		whole := func() error { return askedAndAnswered(ctx, cs) }
 		for _, conc := range []int{1, 16} {
 			var left atomic.Int64
 			left.Store(int64(productCalls))
@@ -288,6 +277,21 @@ func benchWaiting(b *testing.B, withTasks bool) {
 		}
 	}
 	b.ReportMetric(0, "ns/op")
+}
+
+// askedAndAnswered makes one whole pull-era call of ask_user with ageArgs over cs: the first
+// call, and the retry that answers its question.
+func askedAndAnswered(ctx context.Context, cs *mcp.ClientSession) error {
+	first, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
+	if err != nil {
+		return err
+	}
+	answer := mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 36}}}
+	done, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: first.RequestState, InputResponses: answer})
+	if err == nil && done.NeedsInput() {
+		err = errors.New("the answer was not taken")
+	}
+	return err
 }
 
 // settledRSS is pid's resident memory once it has settled, as an operator reading it a little

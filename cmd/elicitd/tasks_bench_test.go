@@ -61,7 +61,6 @@ func BenchmarkTaskPoll(b *testing.B) {
 		b.Fatal(err)
 	}
 	defer old.Close()
-	answer := mcp.InputResponseMap{"elicit-1": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"name": "Ada", "age": 36}}}
 	ops := map[string]struct {
 		per int
 		op  func() error
@@ -75,17 +74,7 @@ func BenchmarkTaskPoll(b *testing.B) {
 			}
 			return err
 		}},
-		"round": {2, func() error {
-			first, err := ps.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs})
-			if err != nil {
-				return err
-			}
-			done, err := ps.CallTool(ctx, &mcp.CallToolParams{Name: "ask_user", Arguments: ageArgs, RequestState: first.RequestState, InputResponses: answer})
-			if err == nil && done.NeedsInput() {
-				err = errors.New("the answer was not taken")
-			}
-			return err
-		}},
+		"round": {2, func() error { return askedAndAnswered(ctx, ps) }},
 	}
 	for _, name := range []string{"ping", "get", "round"} {
 		o := ops[name]
