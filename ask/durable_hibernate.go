@@ -259,6 +259,16 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 		if err == nil && rec.State == stateClosed && rec.Node == el.node && rec.Epoch == epoch+1 {
 			return rec, nil // its own write, whose answer was lost
 		}
+		if err == nil && rec.State == "active" && rec.Asleep && rec.Node == el.node && rec.Epoch == epoch+1 &&
+			rec.Question == s.ID() && el.asleep.has(s.call, s) {
+			// Its own write that landed though its answer was lost (an extend that failed
+			// for its caller): s sleeps in it. Only a sleeper this node still holds writes
+			// asleep at the next epoch; a wake here writes awake.
+			s.mu.Lock()
+			s.keep(rec)
+			s.mu.Unlock()
+			epoch = rec.Epoch
+		}
 		if err != nil || s.moved(rec, epoch) {
 			if !latest {
 				latest = true // a replica behind the write that put it to sleep?
@@ -350,6 +360,13 @@ func (x *index[K, V]) len() int {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	return len(x.m)
+}
+
+// has reports whether v is k's value.
+func (x *index[K, V]) has(k K, v V) bool {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	return x.m[k] == v
 }
 
 // drop removes k, if v is still its value, and reports whether it did.

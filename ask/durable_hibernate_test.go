@@ -465,3 +465,41 @@ func TestTheQuestionsAsleepAreCappedApart(t *testing.T) {
 	again := a.call(t, "", 0, nil)
 	assert.Len(t, again.InputRequests, 1, "asked once the first has ended")
 }
+
+// losingStore applies the next update once lose is set, and reports it lost: an unknown
+// outcome, as a store that timed out on a write that landed gives.
+type losingStore struct {
+	store.Store
+	lose atomic.Bool
+}
+
+func (l *losingStore) Update(ctx context.Context, r store.Record) (uint64, error) {
+	rev, err := l.Store.Update(ctx, r)
+	if err == nil && l.lose.CompareAndSwap(true, false) {
+		return 0, fmt.Errorf("%w: the test lost this write's answer", store.ErrUnavailable)
+	}
+	return rev, err
+}
+
+// An extend whose write lands but whose answer is lost leaves the question to its first
+// deadline, as its caller was told: it times out then, reported once, and the retry hears
+// it, rather than its node taking its own write for another node's and leaving the
+// question with no timer.
+func TestAnExtendWhoseAnswerIsLostStillTimesOut(t *testing.T) {
+	l := &losingStore{}
+	clk, heard, nodes := heardClusterOn(t, func(m *memory.Store) store.Store { l.Store = m; return l })
+	a := nodes[0]
+	first := a.call(t, "", 0, nil)
+	require.Eventually(t, func() bool { return a.el.Registry().Stats().Asleep == 1 }, failsafeBound, time.Millisecond, "the call hibernates")
+	id := a.manage(t, "list_elicitations", map[string]any{})["elicitations"].([]any)[0].(map[string]any)["id"].(string)
+	l.lose.Store(true)
+	ext := a.manage(t, "extend_elicitation", map[string]any{"id": id, "seconds": 120})
+	require.Equal(t, ask.CodeStoreUnavailable, ext["code"], "%v", ext)
+
+	clk.Add(time.Minute + time.Second) // past the first deadline
+	require.Eventually(t, func() bool { return len(heard.get()) == 1 }, failsafeBound, 10*time.Millisecond,
+		"the question times out at the deadline its caller knows")
+	assert.Equal(t, 0, a.el.Registry().Len())
+	p := payload(t, a, first.RequestState, 1, map[string]any{"name": "Ada", "age": 30})
+	assert.Equal(t, ask.CodeTimeout, p["code"], "%v", p)
+}

@@ -96,8 +96,12 @@ func (el *Elicitor) list(owner string, _ listInput) (any, error) {
 
 // managed words a registry refusal of an owner-scoped operation.
 func managed(err error, id string) error {
-	if errors.Is(err, registry.ErrNotFound) {
+	var e *Error
+	switch {
+	case errors.Is(err, registry.ErrNotFound):
 		return Errorf(CodeNotFound, "not_found", "no open question of this session has id %q", id)
+	case errors.As(err, &e):
+		return e // the store's, say: the question has not ended, and a retry may do
 	}
 	return Errorf(CodeNotFound, "finished", "question %q has already ended", id)
 }
