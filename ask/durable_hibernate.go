@@ -256,11 +256,12 @@ func (s *sleeper) change(f func(rec store.Record) (store.Record, error)) (store.
 		if err != nil && !errors.Is(err, store.ErrNotFound) {
 			return rec, storeError(err)
 		}
-		if err == nil && rec.State == stateClosed && rec.Node == el.node && rec.Epoch == epoch+1 {
+		// This node's write at the next epoch: one of s's own, whose answer was lost?
+		ours := err == nil && rec.Node == el.node && rec.Epoch == epoch+1
+		if ours && rec.State == stateClosed {
 			return rec, nil // its own write, whose answer was lost
 		}
-		if err == nil && rec.State == "active" && rec.Asleep && rec.Node == el.node && rec.Epoch == epoch+1 &&
-			rec.Question == s.ID() && el.asleep.has(s.call, s) {
+		if ours && rec.State == "active" && rec.Asleep && rec.Question == s.ID() && el.asleep.has(s.call, s) {
 			// Its own write that landed though its answer was lost (an extend that failed
 			// for its caller): s sleeps in it. Only a sleeper this node still holds writes
 			// asleep at the next epoch; a wake here writes awake.
