@@ -108,8 +108,11 @@ func (c *call) sleep(pr elicitation.Prompt, n int) {
 	<-e.Done()
 	s.arm(snap.Deadline) // a deadline that passed meanwhile: at once
 	el.tally.slept.Add(1)
-	if c.cancel != nil {
-		c.cancel(errHibernated) // Ask returns, and the handler's goroutine ends
+	c.mu.Lock()
+	cancel := c.cancel
+	c.mu.Unlock()
+	if cancel != nil {
+		cancel(errHibernated) // Ask returns, and the handler's goroutine ends
 	}
 	close(slept)
 	// Not when it was this node stopping (Close cancels the actors): a hibernating question

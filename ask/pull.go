@@ -235,7 +235,9 @@ func (el *Elicitor) newCall(req *mcp.CallToolRequest, owner, id string, replayab
 // cancelled, shut down).
 func (el *Elicitor) begin(ctx context.Context, c *call, start handler) {
 	hctx, cancel := context.WithCancelCause(context.WithValue(context.WithoutCancel(ctx), callKey{}, c))
+	c.mu.Lock() // a call taken over may be among the node's calls already, where Close kills it
 	c.cancel = cancel
+	c.mu.Unlock()
 	el.calls.add(c)
 	if el.stopping.Load() {
 		// Close, which sets stopping before it kills the live calls, may have missed this
@@ -567,9 +569,10 @@ func (c *call) kill(r elicitation.Reason) {
 	if !c.killed {
 		c.killed, c.killedBy = true, r
 	}
+	cancel := c.cancel
 	c.mu.Unlock()
-	if c.cancel != nil { // nil: a take-over whose write failed, before its handler began
-		c.cancel(endReason{r})
+	if cancel != nil { // nil: a take-over whose write failed, before its handler began
+		cancel(endReason{r})
 	}
 }
 
